@@ -1,0 +1,25 @@
+//! powerdiag's judgement: a versioned [`Snapshot`] of facts goes in, one [`Check`] per rule
+//! comes out.
+//!
+//! This crate does no I/O, spawns nothing, reads no clock and has no `unsafe`: everything it
+//! knows arrives in the [`Snapshot`], which the collectors in `powerdiag-agent` fill. Evaluation
+//! cannot fail: a fact that could not be collected becomes an `insufficient_data` verdict that
+//! names the fact and the collector's reason.
+#![forbid(unsafe_code)]
+
+mod report;
+mod rule;
+pub mod rules;
+mod snapshot;
+pub mod testing;
+mod value;
+mod var;
+mod version;
+
+pub use report::{Check, Report, Status, evaluate, evaluate_with};
+pub use rule::{Rule, RuleMeta, Scope, Severity, Verdict};
+pub use rules::{RULES, find_rule};
+pub use snapshot::*;
+pub use value::{format_bytes, parse_bool, parse_u64};
+pub use var::{StatusVar, Var};
+pub use version::{Flavour, ServerVersion};

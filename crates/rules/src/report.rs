@@ -1,0 +1,115 @@
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{RULES, Rule, Scope, Severity, Snapshot};
+
+/// A verdict's status, as it appears in JSON and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Fail,
+    Pass,
+    NotApplicable,
+    InsufficientData,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [
+        Status::Fail,
+        Status::Pass,
+        Status::NotApplicable,
+        Status::InsufficientData,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Fail => "fail",
+            Status::Pass => "pass",
+            Status::NotApplicable => "not_applicable",
+            Status::InsufficientData => "insufficient_data",
+        }
+    }
+}
+
+/// One rule's verdict with the rule's identity, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub code: String,
+    pub name: String,
+    pub status: Status,
+    pub severity: Severity,
+    pub scope: Scope,
+    pub summary: String,
+    pub evidence: Vec<String>,
+    /// What to do: specific to this snapshot when the rule computed it, else the rule's general
+    /// remediation.
+    pub remediation: String,
+}
+
+/// Every rule's verdict on one snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Every evaluated rule, in registry (code) order.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// The failing checks, worst first (critical, then warning, then info; by code within).
+    pub fn findings(&self) -> Vec<&Check> {
+        let mut f: Vec<&Check> = self
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .collect();
+        f.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.code.cmp(&b.code))
+        });
+        f
+    }
+
+    /// The worst severity among failing checks.
+    pub fn worst(&self) -> Option<Severity> {
+        self.checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| c.severity)
+            .max()
+    }
+
+    pub fn count(&self, status: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
+    }
+}
+
+/// Evaluates every registered rule.
+pub fn evaluate(snapshot: &Snapshot) -> Report {
+    evaluate_with(snapshot, &BTreeSet::new())
+}
+
+/// Evaluates every registered rule except those whose code or name is in `disabled`.
+pub fn evaluate_with(snapshot: &Snapshot, disabled: &BTreeSet<String>) -> Report {
+    let checks = RULES
+        .iter()
+        .filter(|r| !disabled.contains(r.meta().code) && !disabled.contains(r.meta().name))
+        .map(|r| check_one(*r, snapshot))
+        .collect();
+    Report { checks }
+}
+
+fn check_one(rule: &dyn Rule, snapshot: &Snapshot) -> Check {
+    let meta = rule.meta();
+    let verdict = rule.check(snapshot).unwrap_or_else(|early| early);
+    Check {
+        code: meta.code.to_owned(),
+        name: meta.name.to_owned(),
+        status: verdict.status,
+        severity: meta.severity,
+        scope: meta.scope,
+        summary: verdict.summary,
+        evidence: verdict.evidence,
+        remediation: verdict.remediation.unwrap_or_else(|| meta.remediation()),
+    }
+}

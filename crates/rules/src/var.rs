@@ -1,0 +1,106 @@
+//! The server variables and status counters powerdiag reads, by name.
+//!
+//! Rules look facts up through these enums, never through strings, so a misspelt variable is a
+//! compile error (pt-variable-advisor once read `expire_log_days` and never fired). The
+//! collectors read exactly these names, which keeps every sample bounded and the snapshot free
+//! of anything not on the list.
+
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $vis:vis enum $Enum:ident { $($Variant:ident => $name:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        $vis enum $Enum { $($Variant,)* }
+
+        impl $Enum {
+            /// Every name, in declaration order.
+            pub const ALL: &'static [$Enum] = &[$($Enum::$Variant,)*];
+
+            /// The server's own (lower-case) name.
+            pub const fn name(self) -> &'static str {
+                match self { $($Enum::$Variant => $name,)* }
+            }
+
+            /// Looks a name up case-insensitively.
+            pub fn from_name(name: &str) -> Option<$Enum> {
+                Self::ALL.iter().copied().find(|v| v.name().eq_ignore_ascii_case(name))
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// A global server variable (`@@name`).
+    pub enum Var {
+        Version => "version",
+        VersionComment => "version_comment",
+        VersionCompileOs => "version_compile_os",
+        VersionCompileMachine => "version_compile_machine",
+        Hostname => "hostname",
+        PidFile => "pid_file",
+        Datadir => "datadir",
+        Port => "port",
+        Socket => "socket",
+        MhnswMaxCacheSize => "mhnsw_max_cache_size",
+        MhnswDefaultM => "mhnsw_default_m",
+        MhnswDefaultDistance => "mhnsw_default_distance",
+        MhnswEfSearch => "mhnsw_ef_search",
+        InnodbChecksumAlgorithm => "innodb_checksum_algorithm",
+        InnodbUseNativeAio => "innodb_use_native_aio",
+        InnodbBufferPoolSize => "innodb_buffer_pool_size",
+        InnodbFlushMethod => "innodb_flush_method",
+        InnodbFlushLogAtTrxCommit => "innodb_flush_log_at_trx_commit",
+        InnodbLogFileSize => "innodb_log_file_size",
+        InnodbIoCapacity => "innodb_io_capacity",
+        InnodbPageSize => "innodb_page_size",
+        PerformanceSchema => "performance_schema",
+        HaveProfiling => "have_profiling",
+        LargePages => "large_pages",
+        ThreadHandling => "thread_handling",
+        ThreadPoolSize => "thread_pool_size",
+        MaxConnections => "max_connections",
+        TableOpenCache => "table_open_cache",
+        QueryCacheType => "query_cache_type",
+    }
+}
+
+named_enum! {
+    /// A global status counter or gauge (`SHOW GLOBAL STATUS`).
+    pub enum StatusVar {
+        Uptime => "uptime",
+        Questions => "questions",
+        ThreadsConnected => "threads_connected",
+        ThreadsRunning => "threads_running",
+        SlowQueries => "slow_queries",
+        ComSelect => "com_select",
+        HandlerReadLast => "handler_read_last",
+        HandlerReadRnd => "handler_read_rnd",
+        HandlerReadRndNext => "handler_read_rnd_next",
+        InnodbBufferPoolReadRequests => "innodb_buffer_pool_read_requests",
+        InnodbBufferPoolReads => "innodb_buffer_pool_reads",
+        InnodbBufferPoolPagesTotal => "innodb_buffer_pool_pages_total",
+        InnodbBufferPoolPagesFree => "innodb_buffer_pool_pages_free",
+        MemoryUsed => "memory_used",
+        FeatureVectorIndex => "feature_vector_index",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn names_are_unique_lower_case_and_round_trip() {
+        let mut seen = HashSet::new();
+        for v in Var::ALL {
+            assert!(seen.insert(v.name()), "duplicate {}", v.name());
+            assert_eq!(v.name(), v.name().to_ascii_lowercase());
+            assert_eq!(Var::from_name(&v.name().to_ascii_uppercase()), Some(*v));
+        }
+        for s in StatusVar::ALL {
+            assert!(seen.insert(s.name()), "duplicate {}", s.name());
+            assert_eq!(StatusVar::from_name(s.name()), Some(*s));
+        }
+    }
+}
