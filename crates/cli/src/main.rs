@@ -1,1 +1,50 @@
-fn main() {}
+//! `powerdiag`: performance diagnostics for MariaDB hosts.
+
+mod args;
+mod doctor;
+mod explain;
+mod progress;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// Exit codes (Nagios plugin convention).
+pub(crate) mod exit {
+    pub(crate) const OK: u8 = 0;
+    pub(crate) const WARNING: u8 = 1;
+    pub(crate) const CRITICAL: u8 = 2;
+    /// powerdiag itself could not do what was asked: bad flag, unreadable config.
+    pub(crate) const UNKNOWN: u8 = 3;
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::UNKNOWN
+            } else {
+                exit::OK
+            };
+            // Help and version go to stdout; usage errors to stderr. Both best effort.
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Doctor(a) => doctor::run(&a),
+        Command::Rules(a) => explain::list(&a),
+        Command::Explain(a) => explain::explain(&a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            report::error(&format!("{e:#}"));
+            ExitCode::from(exit::UNKNOWN)
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The MariaDB collectors: server (variables, status, version), vector indexes, probe.
+//!
+//! Each part is timed as its own [`CollectorRun`]; a part that fails leaves its piece of the
+//! snapshot `Unavailable` with the reason and never stops the others.
+
+mod probe;
+mod server;
+mod session;
+pub mod target;
+mod vector;
+
+use std::time::{Duration, Instant};
+
+use powerdiag_rules::{
+    CollectorRun, ConnectAttempt, DbError, DbErrorKind, Gathered, MariadbFacts, MariadbSection,
+    Probe, ServerVersion, Var,
+};
+
+pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
+use session::Session;
+use target::Candidate;
+
+/// What to collect from MariaDB.
+#[derive(Debug, Clone)]
+pub struct MariadbOptions {
+    /// Deadline for connecting and for each statement.
+    pub timeout: Duration,
+    /// `None` disables the probe.
+    pub probe: Option<ProbeOptions>,
+}
+
+/// The MariaDB part of a snapshot and how its collection went.
+#[derive(Debug)]
+pub struct MariadbOutcome {
+    pub section: MariadbSection,
+    pub runs: Vec<CollectorRun>,
+    /// SQL statements sent.
+    pub statements: u32,
+}
+
+/// Tries each candidate in order and collects from the first that answers.
+pub async fn collect(
+    candidates: &[Candidate],
+    opts: &MariadbOptions,
+    local_hostname: Option<&str>,
+    observer: &dyn ProbeObserver,
+) -> MariadbOutcome {
+    let mut out = MariadbOutcome {
+        section: MariadbSection::default(),
+        runs: Vec::new(),
+        statements: 0,
+    };
+    let started = Instant::now();
+    let mut errors: Vec<DbError> = Vec::new();
+    let mut connected = None;
+    for c in candidates {
+        match Session::connect(c, opts.timeout).await {
+            Ok(s) => {
+                out.section.attempts.push(ConnectAttempt {
+                    target: c.display(),
+                    error: None,
+                });
+                connected = Some((s, c));
+                break;
+            }
+            Err(e) => {
+                out.section.attempts.push(ConnectAttempt {
+                    target: c.display(),
+                    error: Some(e.message.clone()),
+                });
+                errors.push(e);
+            }
+        }
+    }
+    let Some((mut s, candidate)) = connected else {
+        out.section.target = candidates.last().map(Candidate::display);
+        let error = most_useful(errors).unwrap_or_else(|| DbError {
+            kind: DbErrorKind::Other,
+            message: "no MariaDB target to try".into(),
+            hint: "pass --mariadb.url or --mariadb.defaults-file".into(),
+        });
+        out.runs.push(run("mariadb", started, Some(&error.message)));
+        out.section.error = Some(error);
+        return out;
+    };
+    out.section.target = Some(candidate.display());
+    out.section.reachable = true;
+
+    match server_facts(&mut s, candidate, local_hostname).await {
+        Ok(mut facts) => {
+            out.runs.push(run("mariadb", started, None));
+            collect_vectors(&mut s, &mut facts, opts, observer, &mut out.runs).await;
+            out.section.facts = Some(facts);
+        }
+        Err(e) => {
+            out.runs.push(run("mariadb", started, Some(&e.message)));
+            out.section.error = Some(e);
+        }
+    }
+    out.statements = s.statements;
+    s.close().await;
+    out
+}
+
+/// When every target failed, the error that tells the user most: reaching a server and being
+/// refused beats finding nothing.
+fn most_useful(errors: Vec<DbError>) -> Option<DbError> {
+    let rank = |k: DbErrorKind| match k {
+        DbErrorKind::AccessDenied => 0,
+        DbErrorKind::MissingPrivilege => 1,
+        DbErrorKind::Timeout => 2,
+        DbErrorKind::Tls | DbErrorKind::Protocol => 3,
+        DbErrorKind::UnknownHost => 4,
+        DbErrorKind::Other => 5,
+        DbErrorKind::ConnectionRefused => 6,
+        DbErrorKind::SocketMissing => 7,
+    };
+    errors.into_iter().min_by_key(|e| rank(e.kind))
+}
+
+fn run(name: &str, started: Instant, error: Option<&str>) -> CollectorRun {
+    CollectorRun {
+        name: name.to_owned(),
+        duration_seconds: started.elapsed().as_secs_f64(),
+        success: error.is_none(),
+        error: error.map(str::to_owned),
+    }
+}
+
+async fn server_facts(
+    s: &mut Session,
+    candidate: &Candidate,
+    local_hostname: Option<&str>,
+) -> Result<MariadbFacts, DbError> {
+    let variables = server::read_variables(s).await?;
+    let get = |v: Var| {
+        variables
+            .get(v.name())
+            .map(String::as_str)
+            .unwrap_or_default()
+    };
+    let version =
+        ServerVersion::parse(get(Var::Version), get(Var::VersionComment)).ok_or_else(|| {
+            DbError {
+                kind: DbErrorKind::Protocol,
+                message: format!(
+                    "{}: unrecognised server version {:?}",
+                    s.target,
+                    get(Var::Version)
+                ),
+                hint: "powerdiag supports MariaDB 10.6 and later".into(),
+            }
+        })?;
+    let mut notes = Vec::new();
+    if version.flavour == powerdiag_rules::Flavour::Mariadb {
+        // Session-scoped guards: the server itself stops a statement that runs too long, and
+        // nothing this session runs can write.
+        let secs = s_timeout_secs(s);
+        let _ = s
+            .exec(&format!("SET SESSION max_statement_time = {secs}"))
+            .await;
+    }
+    let _ = s.exec("SET SESSION TRANSACTION READ ONLY").await;
+    let status = match server::read_status(s).await {
+        Ok(st) => st,
+        Err(e) => {
+            notes.push(format!("global status unavailable: {}", e.message));
+            Default::default()
+        }
+    };
+    let same_host = if candidate.is_local() {
+        Some(true)
+    } else {
+        match (local_hostname, variables.get(Var::Hostname.name())) {
+            (Some(l), Some(r)) => Some(l.eq_ignore_ascii_case(r)),
+            _ => None,
+        }
+    };
+    Ok(MariadbFacts {
+        version,
+        same_host,
+        variables,
+        status,
+        vector_indexes: Gathered::Available(Vec::new()),
+        probe: Gathered::Unavailable("probing disabled (--no-probe)".into()),
+        notes,
+    })
+}
+
+fn s_timeout_secs(s: &Session) -> f64 {
+    s.timeout().as_secs_f64().max(1.0)
+}
+
+async fn collect_vectors(
+    s: &mut Session,
+    facts: &mut MariadbFacts,
+    opts: &MariadbOptions,
+    observer: &dyn ProbeObserver,
+    runs: &mut Vec<CollectorRun>,
+) {
+    if !facts.version.has_vector_indexes() {
+        facts.probe = match opts.probe {
+            Some(_) => Gathered::Available(Probe::default()),
+            None => Gathered::Unavailable("probing disabled (--no-probe)".into()),
+        };
+        return;
+    }
+    let started = Instant::now();
+    let page = facts
+        .variables
+        .get(Var::InnodbPageSize.name())
+        .and_then(|p| p.parse().ok());
+    let indexes = match vector::discover(s, page).await {
+        Ok(d) => {
+            runs.push(run("mariadb_vector_indexes", started, None));
+            facts.notes.extend(d.notes);
+            d.indexes
+        }
+        Err(e) => {
+            runs.push(run("mariadb_vector_indexes", started, Some(&e.message)));
+            facts.vector_indexes = Gathered::Unavailable(e.message);
+            facts.probe = Gathered::Unavailable("vector indexes could not be listed".into());
+            return;
+        }
+    };
+    facts.vector_indexes = Gathered::Available(indexes.clone());
+    let Some(popts) = &opts.probe else { return };
+    if indexes.is_empty() {
+        facts.probe = Gathered::Available(Probe::default());
+        return;
+    }
+    let started = Instant::now();
+    match probe::run(s, &indexes, popts, observer).await {
+        Ok(p) => {
+            let failed: Vec<&str> = p
+                .indexes
+                .iter()
+                .filter_map(|i| i.error.as_deref())
+                .collect();
+            let err =
+                (!failed.is_empty() && failed.len() == p.indexes.len()).then(|| failed.join("; "));
+            runs.push(run("mariadb_probe", started, err.as_deref()));
+            facts.probe = Gathered::Available(p);
+        }
+        Err(e) => {
+            runs.push(run("mariadb_probe", started, Some(&e.message)));
+            facts.probe = Gathered::Unavailable(e.message);
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! One connection with a deadline on every statement, and errors classified for users.
+
+use std::time::Duration;
+
+use mysql_async::{Conn, OptsBuilder, Row, Value, prelude::Queryable};
+use powerdiag_rules::{DbError, DbErrorKind};
+
+use super::target::{Candidate, Endpoint};
+
+/// A connection whose statements each have a deadline. After a timeout the connection is in an
+/// unknown protocol state, so every later statement fails at once instead of waiting again.
+pub(crate) struct Session {
+    conn: Option<Conn>,
+    timeout: Duration,
+    pub(crate) target: String,
+    /// Statements sent, for the bounded-queries budget.
+    pub(crate) statements: u32,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) async fn connect(c: &Candidate, timeout: Duration) -> Result<Session, DbError> {
+        let mut b = OptsBuilder::default()
+            .user(Some(c.user.clone()))
+            .pass(c.password.as_ref().map(|p| p.expose().to_owned()))
+            .prefer_socket(false)
+            .stmt_cache_size(0)
+            .tcp_nodelay(true);
+        match &c.endpoint {
+            Endpoint::Tcp { host, port } => b = b.ip_or_hostname(host.clone()).tcp_port(*port),
+            Endpoint::Socket(path) => b = b.socket(Some(path.to_string_lossy().into_owned())),
+        }
+        let target = c.display();
+        let conn = match tokio::time::timeout(timeout, Conn::new(b)).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(classify(&e, &target, c)),
+            Err(_) => {
+                return Err(DbError {
+                    kind: DbErrorKind::Timeout,
+                    message: format!(
+                        "{target}: no answer within {} (the server may be hung, overloaded, or behind a firewall that drops packets)",
+                        human(timeout)
+                    ),
+                    hint: "check that mariadbd is running and responsive (e.g. `mariadb-admin ping`), or raise --timeout".into(),
+                });
+            }
+        };
+        Ok(Session {
+            conn: Some(conn),
+            timeout,
+            target,
+            statements: 0,
+        })
+    }
+
+    /// Runs a text-protocol query and returns its rows.
+    pub(crate) async fn query(&mut self, sql: &str) -> Result<Vec<Row>, DbError> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(DbError {
+                kind: DbErrorKind::Timeout,
+                message: "skipped: an earlier statement timed out".into(),
+                hint: String::new(),
+            });
+        };
+        self.statements += 1;
+        match tokio::time::timeout(self.timeout, conn.query::<Row, _>(sql)).await {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) => Err(classify_query(&e, &self.target)),
+            Err(_) => {
+                // Drop the connection without waiting on it: the server is not answering.
+                self.conn = None;
+                Err(DbError {
+                    kind: DbErrorKind::Timeout,
+                    message: format!(
+                        "{}: a statement got no answer within {}",
+                        self.target,
+                        human(self.timeout)
+                    ),
+                    hint: "the server stopped answering mid-collection; check it with `mariadb-admin ping` or raise --timeout".into(),
+                })
+            }
+        }
+    }
+
+    /// Runs a statement whose result does not matter.
+    pub(crate) async fn exec(&mut self, sql: &str) -> Result<(), DbError> {
+        self.query(sql).await.map(drop)
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// True while the connection is usable.
+    pub(crate) fn alive(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// Closes politely, without waiting longer than a second.
+    pub(crate) async fn close(mut self) {
+        if let Some(conn) = self.conn.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), conn.disconnect()).await;
+        }
+    }
+}
+
+pub(crate) fn human(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Column `i` of a text-protocol row as a string; `None` for NULL or a missing column.
+pub(crate) fn col(row: &Row, i: usize) -> Option<String> {
+    match row.as_ref(i)? {
+        Value::NULL => None,
+        Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::Int(v) => Some(v.to_string()),
+        Value::UInt(v) => Some(v.to_string()),
+        Value::Float(v) => Some(v.to_string()),
+        Value::Double(v) => Some(v.to_string()),
+        other => Some(other.as_sql(true)),
+    }
+}
+
+pub(crate) fn col_u64(row: &Row, i: usize) -> Option<u64> {
+    col(row, i).and_then(|s| s.trim().parse().ok())
+}
+
+/// Seconds as a decimal string (`0.000123`) to microseconds.
+pub(crate) fn col_secs_us(row: &Row, i: usize) -> u64 {
+    col(row, i)
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .map(|s| (s * 1e6).round().max(0.0) as u64)
+        .unwrap_or(0)
+}
+
+/// A SQL string literal.
+pub(crate) fn sql_str(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// A quoted identifier.
+pub(crate) fn ident(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
+}
+
+/// Server error codes (include/mysqld_error.h).
+mod code {
+    pub(super) const DBACCESS_DENIED: u16 = 1044;
+    pub(super) const ACCESS_DENIED: u16 = 1045;
+    pub(super) const TABLEACCESS_DENIED: u16 = 1142;
+    pub(super) const COLUMNACCESS_DENIED: u16 = 1143;
+    pub(super) const SPECIFIC_ACCESS_DENIED: u16 = 1227;
+    pub(super) const STATEMENT_TIMEOUT: u16 = 1969;
+}
+
+fn classify(e: &mysql_async::Error, target: &str, c: &Candidate) -> DbError {
+    use std::io::ErrorKind as K;
+    if let mysql_async::Error::Io(mysql_async::IoError::Io(io)) = e {
+        let text = io.to_string();
+        let (kind, message, hint) = match (io.kind(), &c.endpoint) {
+            (K::ConnectionRefused, Endpoint::Tcp { host, port }) => (
+                DbErrorKind::ConnectionRefused,
+                format!("{target}: connection refused (nothing listens on {host}:{port})"),
+                "start MariaDB, or point powerdiag at it with --mariadb.url mysql://USER@HOST:PORT/ or --mariadb.defaults-file PATH".to_owned(),
+            ),
+            (K::ConnectionRefused, Endpoint::Socket(p)) => (
+                DbErrorKind::ConnectionRefused,
+                format!("{target}: connection refused on socket {} (stale socket: is mariadbd running?)", p.display()),
+                "start MariaDB, or pass the right socket in --mariadb.defaults-file ([client] socket=...)".to_owned(),
+            ),
+            (K::NotFound, Endpoint::Socket(p)) => (
+                DbErrorKind::SocketMissing,
+                format!("{target}: socket {} does not exist", p.display()),
+                "check the server's socket (SELECT @@socket) and pass it in --mariadb.defaults-file, or use --mariadb.url with host and port".to_owned(),
+            ),
+            (K::PermissionDenied, Endpoint::Socket(p)) => (
+                DbErrorKind::ConnectionRefused,
+                format!("{target}: permission denied on socket {}", p.display()),
+                "run powerdiag as a user that may open the socket, or connect over TCP with --mariadb.url".to_owned(),
+            ),
+            _ if text.contains("lookup") || text.contains("resolve") || text.contains("Name or service") => (
+                DbErrorKind::UnknownHost,
+                format!("{target}: unknown host ({text})"),
+                "check the host name in --mariadb.url or the defaults file".to_owned(),
+            ),
+            (K::TimedOut, _) => (
+                DbErrorKind::Timeout,
+                format!("{target}: connection timed out"),
+                "check the network path and firewall, or raise --timeout".to_owned(),
+            ),
+            _ => (
+                DbErrorKind::Other,
+                format!("{target}: {text}"),
+                "check that the server runs and the address is right".to_owned(),
+            ),
+        };
+        return DbError {
+            kind,
+            message,
+            hint,
+        };
+    }
+    if let mysql_async::Error::Server(s) = e
+        && matches!(s.code, code::ACCESS_DENIED | code::DBACCESS_DENIED)
+    {
+        let with_pw = c.password.is_some();
+        return DbError {
+            kind: DbErrorKind::AccessDenied,
+            message: format!(
+                "{target}: access denied for user '{}' ({})",
+                c.user,
+                if with_pw {
+                    "using a password"
+                } else {
+                    "without a password"
+                }
+            ),
+            hint: if with_pw {
+                "check the user and password (in POWERDIAG_MARIADB_URL or the [client] section of --mariadb.defaults-file) and that the account may connect from this host".into()
+            } else {
+                "give a password in the [client] section of a defaults file (--mariadb.defaults-file, mode 0600) or in POWERDIAG_MARIADB_URL".into()
+            },
+        };
+    }
+    if let mysql_async::Error::Driver(d) = e {
+        let text = d.to_string();
+        return DbError {
+            kind: DbErrorKind::Protocol,
+            message: format!("{target}: {text}"),
+            hint: if text.contains("auth") {
+                "the account uses an authentication plugin powerdiag does not speak; create the monitoring user with a password (see README, least-privilege GRANTs)".into()
+            } else {
+                "is this a MariaDB or MySQL server?".into()
+            },
+        };
+    }
+    classify_query(e, target)
+}
+
+/// Classifies an error from a statement on an open connection.
+pub(crate) fn classify_query(e: &mysql_async::Error, target: &str) -> DbError {
+    match e {
+        mysql_async::Error::Server(s) => {
+            let (kind, hint) = match s.code {
+                code::TABLEACCESS_DENIED
+                | code::COLUMNACCESS_DENIED
+                | code::SPECIFIC_ACCESS_DENIED
+                | code::DBACCESS_DENIED => (
+                    DbErrorKind::MissingPrivilege,
+                    "grant the privilege named in the message (README: least-privilege GRANTs)",
+                ),
+                code::STATEMENT_TIMEOUT => (DbErrorKind::Timeout, "raise --timeout"),
+                _ => (DbErrorKind::Other, ""),
+            };
+            DbError {
+                kind,
+                message: format!("{target}: ERROR {} ({}): {}", s.code, s.state, s.message),
+                hint: hint.into(),
+            }
+        }
+        mysql_async::Error::Io(_) => DbError {
+            kind: DbErrorKind::ConnectionRefused,
+            message: format!("{target}: connection lost: {e}"),
+            hint: "the server closed the connection; check its error log".into(),
+        },
+        other => DbError {
+            kind: DbErrorKind::Other,
+            message: format!("{target}: {other}"),
+            hint: String::new(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sql_str("a'b\\c"), "'a''b\\\\c'");
+        assert_eq!(ident("we`ird"), "`we``ird`");
+        assert_eq!(human(Duration::from_secs(5)), "5 s");
+        assert_eq!(human(Duration::from_millis(1500)), "1.5 s");
+    }
+}

@@ -1,0 +1,483 @@
+//! Where to connect: `--mariadb.url`, `POWERDIAG_MARIADB_URL`, `--mariadb.defaults-file`, or the
+//! usual local defaults. Pure: reading files is the caller's job, so every path is testable.
+
+use std::{fmt, path::PathBuf};
+
+/// A password that never shows up in `Debug`, `Display` or a snapshot.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Password(String);
+
+impl Password {
+    pub fn new(p: impl Into<String>) -> Password {
+        Password(p.into())
+    }
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(***)")
+    }
+}
+
+/// Connection settings from one source, before defaults are applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientSettings {
+    pub user: Option<String>,
+    pub password: Option<Password>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub socket: Option<PathBuf>,
+}
+
+impl ClientSettings {
+    /// Fields of `other` override ours.
+    fn overlay(&mut self, other: ClientSettings) {
+        self.user = other.user.or(self.user.take());
+        self.password = other.password.or(self.password.take());
+        self.host = other.host.or(self.host.take());
+        self.port = other.port.or(self.port.take());
+        self.socket = other.socket.or(self.socket.take());
+    }
+}
+
+/// How to reach the server: one endpoint and the credentials for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub user: String,
+    pub password: Option<Password>,
+    pub endpoint: Endpoint,
+    /// Where these settings came from, for error messages.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Tcp { host: String, port: u16 },
+    Socket(PathBuf),
+}
+
+impl Candidate {
+    /// `user@host:port` or `user@/path/to.sock`: what reports show. No password.
+    pub fn display(&self) -> String {
+        match &self.endpoint {
+            Endpoint::Tcp { host, port } if host.contains(':') => {
+                format!("{}@[{host}]:{port}", self.user)
+            }
+            Endpoint::Tcp { host, port } => format!("{}@{host}:{port}", self.user),
+            Endpoint::Socket(p) => format!("{}@{}", self.user, p.display()),
+        }
+    }
+
+    /// True for a unix socket or a loopback address: the server shares this host.
+    pub fn is_local(&self) -> bool {
+        match &self.endpoint {
+            Endpoint::Socket(_) => true,
+            Endpoint::Tcp { host, .. } => {
+                host == "localhost"
+                    || host
+                        .parse::<std::net::IpAddr>()
+                        .map(|ip| ip.is_loopback())
+                        .unwrap_or(false)
+            }
+        }
+    }
+}
+
+/// A connection setting that cannot be used; doctor exits 3 with this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("{source_name}: {message}")]
+    Invalid {
+        source_name: String,
+        message: String,
+    },
+}
+
+fn invalid(source_name: &str, message: impl Into<String>) -> TargetError {
+    TargetError::Invalid {
+        source_name: source_name.to_owned(),
+        message: message.into(),
+    }
+}
+
+pub const DEFAULT_PORT: u16 = 3306;
+
+/// Unix sockets that MariaDB packages use, in the order they are tried.
+pub const DEFAULT_SOCKETS: &[&str] = &[
+    "/run/mysqld/mysqld.sock",
+    "/var/run/mysqld/mysqld.sock",
+    "/var/lib/mysql/mysql.sock",
+    "/tmp/mysql.sock",
+];
+
+/// Parses `mysql://user[:password]@host[:port][/][?socket=/path]` (also `mariadb://`).
+/// Percent-encoded user and password are decoded. The error never repeats the URL, which may
+/// hold a password.
+pub fn parse_url(raw: &str, source_name: &str) -> Result<ClientSettings, TargetError> {
+    let url = url::Url::parse(raw.trim()).map_err(|e| {
+        invalid(
+            source_name,
+            format!("not a URL ({e}); expected mysql://user[:password]@host[:port]/"),
+        )
+    })?;
+    if !matches!(url.scheme(), "mysql" | "mariadb") {
+        return Err(invalid(
+            source_name,
+            format!(
+                "scheme {:?} is not mysql:// (expected mysql://user[:password]@host[:port]/)",
+                url.scheme()
+            ),
+        ));
+    }
+    let decode = |s: &str, what: &str| -> Result<String, TargetError> {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .map_err(|_| {
+                invalid(
+                    source_name,
+                    format!("the {what} is not valid UTF-8 after percent-decoding"),
+                )
+            })
+    };
+    let mut s = ClientSettings::default();
+    if !url.username().is_empty() {
+        s.user = Some(decode(url.username(), "user")?);
+    }
+    if let Some(p) = url.password() {
+        s.password = Some(Password::new(decode(p, "password")?));
+    }
+    if let Some(h) = url.host_str().filter(|h| !h.is_empty()) {
+        s.host = Some(h.trim_start_matches('[').trim_end_matches(']').to_owned());
+    }
+    s.port = url.port();
+    for (k, v) in url.query_pairs() {
+        match k.as_ref() {
+            "socket" => s.socket = Some(PathBuf::from(v.as_ref())),
+            other => {
+                return Err(invalid(
+                    source_name,
+                    format!("unknown URL parameter {other:?} (supported: socket)"),
+                ));
+            }
+        }
+    }
+    if s.host.is_none() && s.socket.is_none() {
+        return Err(invalid(
+            source_name,
+            "no host (expected mysql://user@host:port/ or ?socket=/path)",
+        ));
+    }
+    Ok(s)
+}
+
+/// Reads the `[client]`, `[client-server]` and `[client-mariadb]` groups of a my.cnf, as the
+/// `mariadb` client does (later groups override earlier ones). Keys: user, password, host,
+/// port, socket. Unknown keys and other groups are ignored.
+pub fn parse_my_cnf(text: &str, source_name: &str) -> Result<ClientSettings, TargetError> {
+    const GROUPS: [&str; 3] = ["client", "client-server", "client-mariadb"];
+    let mut by_group: [ClientSettings; 3] = Default::default();
+    let mut current: Option<usize> = None;
+    for (n, raw_line) in text.lines().enumerate() {
+        let line = raw_line.trim();
+        if line.is_empty()
+            || line.starts_with('#')
+            || line.starts_with(';')
+            || line.starts_with('!')
+        {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some(name) = rest.strip_suffix(']') else {
+                return Err(invalid(
+                    source_name,
+                    format!("line {}: unterminated group header", n + 1),
+                ));
+            };
+            current = GROUPS
+                .iter()
+                .position(|g| g.eq_ignore_ascii_case(name.trim()));
+            continue;
+        }
+        let Some(group) = current else { continue };
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(unquote(v.trim()))),
+            None => (line, None),
+        };
+        let key = key.replace('_', "-").to_ascii_lowercase();
+        let s = &mut by_group[group];
+        match (key.as_str(), value) {
+            ("user", Some(v)) => s.user = Some(v),
+            ("password", Some(v)) => s.password = Some(Password::new(v)),
+            ("host", Some(v)) => s.host = Some(v),
+            ("port", Some(v)) => {
+                s.port = Some(v.parse().map_err(|_| {
+                    invalid(
+                        source_name,
+                        format!("line {}: port {v:?} is not a number 1-65535", n + 1),
+                    )
+                })?)
+            }
+            ("socket", Some(v)) => s.socket = Some(PathBuf::from(v)),
+            _ => {}
+        }
+    }
+    let mut merged = ClientSettings::default();
+    for s in by_group {
+        merged.overlay(s);
+    }
+    Ok(merged)
+}
+
+fn unquote(v: &str) -> String {
+    // Strip an inline comment only outside quotes.
+    let bytes = v.as_bytes();
+    if let Some(&q) = bytes.first()
+        && (q == b'"' || q == b'\'')
+        && let Some(end) = v[1..].find(q as char)
+    {
+        return v[1..1 + end].to_owned();
+    }
+    match v.find(" #") {
+        Some(i) => v[..i].trim_end().to_owned(),
+        None => v.to_owned(),
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct TargetRequest {
+    /// `--mariadb.url` or `POWERDIAG_MARIADB_URL`, with the name of where it came from.
+    pub url: Option<(String, String)>,
+    /// `--mariadb.defaults-file` path and contents.
+    pub defaults_file: Option<(PathBuf, String)>,
+    /// `~/.my.cnf` path and contents, when it exists (used only without url and defaults file).
+    pub home_my_cnf: Option<(PathBuf, String)>,
+    /// The OS user name, the default MariaDB user as for the `mariadb` client.
+    pub os_user: Option<String>,
+    /// Which of [`DEFAULT_SOCKETS`] exist on this machine.
+    pub existing_sockets: Vec<PathBuf>,
+}
+
+/// Turns the request into the endpoints to try, in order.
+///
+/// - A URL: exactly that endpoint. A defaults file may supply what the URL leaves out.
+/// - A defaults file: its socket, or its host and port (default 3306).
+/// - Nothing: `~/.my.cnf` if present, then each existing default socket, then 127.0.0.1:3306.
+pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
+    let mut settings = ClientSettings::default();
+    let source;
+    let explicit;
+    if let Some((path, text)) = &req.defaults_file {
+        let name = format!("--mariadb.defaults-file {}", path.display());
+        settings.overlay(parse_my_cnf(text, &name)?);
+        source = name;
+        explicit = true;
+    } else if let Some((path, text)) = &req.home_my_cnf {
+        let name = path.display().to_string();
+        settings.overlay(parse_my_cnf(text, &name)?);
+        source = name;
+        explicit = false;
+    } else {
+        source = "local defaults".to_owned();
+        explicit = false;
+    }
+    let source = if let Some((name, url)) = &req.url {
+        let from_url = parse_url(url, name)?;
+        // A URL names one endpoint: don't mix in a socket or host from a file.
+        settings.host = None;
+        settings.socket = None;
+        settings.port = None;
+        settings.overlay(from_url);
+        name.clone()
+    } else {
+        source
+    };
+    let explicit = explicit || req.url.is_some();
+
+    let user = settings
+        .user
+        .clone()
+        .or_else(|| req.os_user.clone())
+        .unwrap_or_else(|| "root".to_owned());
+    let make = |endpoint| Candidate {
+        user: user.clone(),
+        password: settings.password.clone(),
+        endpoint,
+        source: source.clone(),
+    };
+    let mut out = Vec::new();
+    if let Some(sock) = &settings.socket {
+        out.push(make(Endpoint::Socket(sock.clone())));
+    }
+    if let Some(host) = &settings.host {
+        out.push(make(Endpoint::Tcp {
+            host: host.clone(),
+            port: settings.port.unwrap_or(DEFAULT_PORT),
+        }));
+    }
+    if out.is_empty() && explicit {
+        // A defaults file without host or socket: the client's own default, TCP to localhost.
+        out.push(make(Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port: settings.port.unwrap_or(DEFAULT_PORT),
+        }));
+    }
+    if !explicit && out.is_empty() {
+        for sock in &req.existing_sockets {
+            out.push(make(Endpoint::Socket(sock.clone())));
+        }
+        out.push(make(Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port: settings.port.unwrap_or(DEFAULT_PORT),
+        }));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_with_everything() {
+        let s = parse_url("mysql://mon:p%40ss%3Aw@db.example:3307/", "--mariadb.url").unwrap();
+        assert_eq!(s.user.as_deref(), Some("mon"));
+        assert_eq!(s.password, Some(Password::new("p@ss:w")));
+        assert_eq!(s.host.as_deref(), Some("db.example"));
+        assert_eq!(s.port, Some(3307));
+        let s = parse_url("mariadb://root@[::1]:3306", "x").unwrap();
+        assert_eq!(s.host.as_deref(), Some("::1"));
+        let s = parse_url(
+            "mysql://root@localhost/?socket=/run/mysqld/mysqld.sock",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(s.socket, Some(PathBuf::from("/run/mysqld/mysqld.sock")));
+    }
+
+    #[test]
+    fn bad_urls_are_named_and_never_echo_the_password() {
+        for bad in [
+            "http://u:secretpw@h/",
+            "mysql://u:secretpw@h:99999/",
+            "u:secretpw@h",
+            "mysql://u:secretpw@h/?tls=1",
+            "mysql:///",
+        ] {
+            let e = parse_url(bad, "--mariadb.url").unwrap_err().to_string();
+            assert!(e.starts_with("--mariadb.url: "), "{e}");
+            assert!(!e.contains("secretpw"), "{e}");
+        }
+    }
+
+    #[test]
+    fn password_debug_is_masked() {
+        let s = parse_url("mysql://u:hunter2@h/", "x").unwrap();
+        assert!(!format!("{s:?}").contains("hunter2"));
+        let c = &plan(&TargetRequest {
+            url: Some(("x".into(), "mysql://u:hunter2@h/".into())),
+            ..Default::default()
+        })
+        .unwrap()[0];
+        assert!(!format!("{c:?}").contains("hunter2"));
+        assert_eq!(c.display(), "u@h:3306");
+    }
+
+    #[test]
+    fn my_cnf_groups_quotes_and_comments() {
+        let text = "# comment\n[mysqld]\nport=1\n[client]\nuser = mon\npassword = \"a b#c\"\nport=3307 # note\n\
+                    socket=/tmp/x.sock\n[client-mariadb]\nuser=override\n[other]\nhost=nope\n";
+        let s = parse_my_cnf(text, "f").unwrap();
+        assert_eq!(s.user.as_deref(), Some("override"));
+        assert_eq!(s.password, Some(Password::new("a b#c")));
+        assert_eq!(s.port, Some(3307));
+        assert_eq!(s.socket, Some(PathBuf::from("/tmp/x.sock")));
+        assert_eq!(s.host, None);
+    }
+
+    #[test]
+    fn my_cnf_errors_name_the_line() {
+        let e = parse_my_cnf("[client]\nport=abc\n", "/etc/my.cnf")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/etc/my.cnf") && e.contains("line 2"), "{e}");
+        let e = parse_my_cnf("[client\n", "f").unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+        // Hostile input: binary junk and huge lines do not panic.
+        let junk = "\u{0}[\u{ffff}]=\n".repeat(1000) + &"x".repeat(100_000);
+        let _ = parse_my_cnf(&junk, "f");
+    }
+
+    #[test]
+    fn defaults_try_sockets_then_tcp() {
+        let req = TargetRequest {
+            os_user: Some("alice".into()),
+            existing_sockets: vec![PathBuf::from("/run/mysqld/mysqld.sock")],
+            ..Default::default()
+        };
+        let c = plan(&req).unwrap();
+        let shown: Vec<_> = c.iter().map(Candidate::display).collect();
+        assert_eq!(
+            shown,
+            ["alice@/run/mysqld/mysqld.sock", "alice@127.0.0.1:3306"]
+        );
+        assert!(c.iter().all(Candidate::is_local));
+    }
+
+    #[test]
+    fn home_my_cnf_supplies_credentials_for_defaults() {
+        let req = TargetRequest {
+            home_my_cnf: Some((
+                "/root/.my.cnf".into(),
+                "[client]\nuser=mon\npassword=pw\n".into(),
+            )),
+            os_user: Some("root".into()),
+            ..Default::default()
+        };
+        let c = plan(&req).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].user, "mon");
+        assert_eq!(c[0].password, Some(Password::new("pw")));
+    }
+
+    #[test]
+    fn url_overrides_defaults_file_endpoint_but_keeps_its_password() {
+        let req = TargetRequest {
+            url: Some((
+                "POWERDIAG_MARIADB_URL".into(),
+                "mysql://mon@10.0.0.5:3310/".into(),
+            )),
+            defaults_file: Some((
+                "/etc/pd.cnf".into(),
+                "[client]\npassword=pw\nsocket=/x.sock\n".into(),
+            )),
+            ..Default::default()
+        };
+        let c = plan(&req).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].display(), "mon@10.0.0.5:3310");
+        assert_eq!(c[0].password, Some(Password::new("pw")));
+        assert!(!c[0].is_local());
+        assert_eq!(c[0].source, "POWERDIAG_MARIADB_URL");
+    }
+
+    #[test]
+    fn defaults_file_socket() {
+        let req = TargetRequest {
+            defaults_file: Some((
+                "/etc/pd.cnf".into(),
+                "[client]\nuser=mon\nsocket=/s.sock\n".into(),
+            )),
+            ..Default::default()
+        };
+        let c = plan(&req).unwrap();
+        assert_eq!(
+            c.iter().map(Candidate::display).collect::<Vec<_>>(),
+            ["mon@/s.sock"]
+        );
+    }
+}

@@ -1,0 +1,149 @@
+use std::{path::PathBuf, time::Duration};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Performance diagnostics for MariaDB hosts: finds the known reasons why the same database is
+/// N× slower on one machine than on another.
+#[derive(Debug, Parser)]
+#[command(
+    name = "powerdiag",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Check this host and its MariaDB server against every rule and print a report
+    ///
+    /// Exit status: 0 no warning or critical finding, 1 worst finding is a warning, 2 worst is
+    /// critical, 3 powerdiag could not run (bad flag, unreadable config). An unreachable
+    /// database is not exit 3: host checks still run and database checks report
+    /// insufficient_data with the reason.
+    Doctor(DoctorArgs),
+    /// List every rule: code, name, severity and what it detects
+    Rules(RulesArgs),
+    /// Print a rule's full explanation, its evidence from field reports, and the remediation
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = PROBE_HELP)]
+pub(crate) struct DoctorArgs {
+    /// MariaDB to check: mysql://USER[:PASSWORD]@HOST[:PORT]/ (or ?socket=/path). Prefer the
+    /// environment variable or a defaults file for the password: argv is visible to every user
+    #[arg(
+        long = "mariadb.url",
+        env = "POWERDIAG_MARIADB_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub(crate) mariadb_url: Option<String>,
+
+    /// my.cnf whose [client] section gives user, password, host, port or socket (as
+    /// mysqld_exporter's --config.my-cnf). Without --mariadb.url and this, powerdiag tries
+    /// ~/.my.cnf, then the usual local sockets, then 127.0.0.1:3306
+    #[arg(long = "mariadb.defaults-file", value_name = "PATH")]
+    pub(crate) mariadb_defaults_file: Option<PathBuf>,
+
+    /// Report format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+
+    /// Colour in the text report: auto = only on a terminal and without NO_COLOR
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub(crate) color: ColorChoice,
+
+    /// Do not run the probe queries (see below)
+    #[arg(long)]
+    pub(crate) no_probe: bool,
+
+    /// Distinct k-NN queries the probe runs per vector index
+    #[arg(long, default_value_t = 20, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) probe_queries: u32,
+
+    /// Deadline for connecting and for each SQL statement, e.g. 5s, 500ms, 1m
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_timeout)]
+    pub(crate) timeout: Duration,
+}
+
+const PROBE_HELP: &str = "\
+The probe (on by default; --no-probe turns it off) is read-only and session-scoped. On MariaDB
+11.7+ with vector indexes, for at most 3 indexes (largest first) and about 2 s each, it:
+  1. reads up to N stored vectors (N = --probe-queries, default 20), by primary-key seeks;
+  2. runs N queries  SELECT 1 FROM t ORDER BY VEC_DISTANCE_<index distance>(col, <stored vector
+     + 5% Gaussian noise>) LIMIT 10, then repeats the first N/4 of them; between queries it reads
+     SHOW SESSION STATUS for Handler_read_last, Handler_read_rnd and
+     Innodb_buffer_pool_read_requests;
+  3. profiles one more such query with SET SESSION profiling = 1 and SHOW PROFILE ALL.
+The session runs with SET SESSION TRANSACTION READ ONLY and max_statement_time = --timeout.
+The queries warm the vector cache as any query would; they write nothing.";
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = if let Ok(secs) = s.trim().parse::<f64>() {
+        if !secs.is_finite() || secs < 0.0 {
+            return Err("must be a positive number of seconds".into());
+        }
+        Duration::from_secs_f64(secs)
+    } else {
+        humantime::parse_duration(s.trim()).map_err(|e| format!("{e} (examples: 5s, 500ms, 1m)"))?
+    };
+    if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
+        return Err("must be between 100ms and 1h".into());
+    }
+    Ok(d)
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RulesArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExplainArgs {
+    /// Rule code (PD101) or name (mhnsw-cache-undersized)
+    #[arg(value_name = "RULE")]
+    pub(crate) rule: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_timeout("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_timeout("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_timeout("0").is_err());
+        assert!(parse_timeout("-1").is_err());
+        assert!(parse_timeout("NaN").is_err());
+        assert!(parse_timeout("forever").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

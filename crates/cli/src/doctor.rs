@@ -1,0 +1,111 @@
+//! `powerdiag doctor`: collect, judge, report, exit with the worst severity.
+
+use std::{path::Path, time::SystemTime};
+
+use anyhow::{Context, Result};
+use powerdiag_agent::collect::{
+    self, CollectOptions, MariadbOptions, ProbeOptions,
+    mariadb::target::{self, TargetRequest},
+};
+use powerdiag_rules::{Severity, evaluate};
+
+use crate::{args::DoctorArgs, exit, progress::Bar, report};
+
+pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
+    let request = target_request(args)?;
+    let candidates = target::plan(&request)?;
+    let opts = CollectOptions {
+        candidates,
+        mariadb: MariadbOptions {
+            timeout: args.timeout,
+            probe: (!args.no_probe).then(|| ProbeOptions {
+                queries: args.probe_queries,
+                ..Default::default()
+            }),
+        },
+        taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let bar = Bar::new();
+    let (snapshot, _stats) = runtime.block_on(collect::collect(&opts, &bar));
+    // Leave no background task (e.g. a hung connection) holding the process.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    let checks = evaluate(&snapshot);
+    let code = exit_code(checks.worst());
+    report::doctor(&snapshot, &checks, code, args.format, args.color)?;
+    Ok(code)
+}
+
+pub(crate) fn exit_code(worst: Option<Severity>) -> u8 {
+    match worst {
+        Some(Severity::Critical) => exit::CRITICAL,
+        Some(Severity::Warning) => exit::WARNING,
+        Some(Severity::Info) | None => exit::OK,
+    }
+}
+
+fn target_request(args: &DoctorArgs) -> Result<TargetRequest> {
+    let mut req = TargetRequest::default();
+    if let Some(url) = &args.mariadb_url {
+        let from_env = std::env::var("POWERDIAG_MARIADB_URL").ok().as_deref() == Some(url.as_str());
+        let name = if from_env {
+            "POWERDIAG_MARIADB_URL"
+        } else {
+            "--mariadb.url"
+        };
+        req.url = Some((name.to_owned(), url.clone()));
+    }
+    if let Some(path) = &args.mariadb_defaults_file {
+        let text = read_config(path).with_context(|| {
+            format!("--mariadb.defaults-file {}: cannot read it", path.display())
+        })?;
+        req.defaults_file = Some((path.clone(), text));
+    } else if req.url.is_none()
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        let path = Path::new(&home).join(".my.cnf");
+        // A ~/.my.cnf we cannot read is skipped, not fatal: it was not asked for.
+        if let Ok(text) = read_config(&path) {
+            req.home_my_cnf = Some((path, text));
+        }
+    }
+    req.os_user = std::env::var("USER")
+        .ok()
+        .or_else(|| std::env::var("LOGNAME").ok());
+    req.existing_sockets = target::DEFAULT_SOCKETS
+        .iter()
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.exists())
+        .collect();
+    Ok(req)
+}
+
+/// Largest option file accepted: real ones are a few KiB.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+fn read_config(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path)?;
+    anyhow::ensure!(meta.is_file(), "not a regular file");
+    anyhow::ensure!(
+        meta.len() <= MAX_CONFIG_BYTES,
+        "larger than 1 MiB; is this really a my.cnf?"
+    );
+    let bytes = std::fs::read(path)?;
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_nagios() {
+        assert_eq!(exit_code(None), 0);
+        assert_eq!(exit_code(Some(Severity::Info)), 0);
+        assert_eq!(exit_code(Some(Severity::Warning)), 1);
+        assert_eq!(exit_code(Some(Severity::Critical)), 2);
+    }
+}

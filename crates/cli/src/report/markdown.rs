@@ -1,0 +1,84 @@
+use std::fmt::Write;
+
+use powerdiag_rules::{Report, Snapshot, Status};
+
+pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
+    let mut o = String::new();
+    let host = s
+        .host
+        .as_ref()
+        .map(|h| h.hostname.as_str())
+        .unwrap_or("unknown host");
+    let _ = writeln!(o, "# powerdiag doctor: {host}\n");
+    if let Ok(h) = s.host.as_ref() {
+        let _ = writeln!(
+            o,
+            "- Host: {} {}, {} hardware threads, kernel {}",
+            h.os_release.as_deref().unwrap_or(&h.os),
+            h.arch,
+            h.hardware_threads
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "?".into()),
+            h.kernel.as_deref().unwrap_or("?")
+        );
+    }
+    match (&s.mariadb.facts, &s.mariadb.error) {
+        (Some(f), _) => {
+            let _ = writeln!(
+                o,
+                "- MariaDB: {} at `{}`",
+                f.version.raw,
+                s.mariadb.target.as_deref().unwrap_or("?")
+            );
+        }
+        (None, Some(e)) => {
+            let _ = writeln!(
+                o,
+                "- MariaDB: **not reachable**: {} (fix: {})",
+                e.message, e.hint
+            );
+        }
+        (None, None) => {
+            let _ = writeln!(o, "- MariaDB: not queried");
+        }
+    }
+    if let Some(t) = &s.taken_at {
+        let _ = writeln!(o, "- Taken at: {t}");
+    }
+    let _ = writeln!(o, "- Exit status: {code}\n");
+    let findings = r.findings();
+    let _ = writeln!(o, "## Findings\n");
+    if findings.is_empty() {
+        let _ = writeln!(o, "No findings.\n");
+    }
+    for c in findings {
+        let _ = writeln!(
+            o,
+            "### {} {} ({})\n\n{}\n",
+            c.code, c.name, c.severity, c.summary
+        );
+        for e in &c.evidence {
+            let _ = writeln!(o, "- {e}");
+        }
+        let _ = writeln!(o, "\nRemediation:\n\n```\n{}\n```\n", c.remediation.trim());
+    }
+    let _ = writeln!(
+        o,
+        "## Checks\n\n| status | code | name | severity | summary |\n|---|---|---|---|---|"
+    );
+    for c in &r.checks {
+        let status = match c.status {
+            Status::Fail => "**fail**",
+            other => other.as_str(),
+        };
+        let _ = writeln!(
+            o,
+            "| {status} | {} | {} | {} | {} |",
+            c.code,
+            c.name,
+            c.severity,
+            c.summary.replace('|', "\\|")
+        );
+    }
+    o
+}

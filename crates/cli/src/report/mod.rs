@@ -1,0 +1,69 @@
+//! Doctor reports in text, JSON and Markdown. The only module that prints.
+#![allow(clippy::print_stderr)]
+
+mod json;
+mod markdown;
+mod text;
+
+use std::io::Write;
+
+use anyhow::Result;
+use powerdiag_rules::{Report, Snapshot};
+
+use crate::args::{ColorChoice, Format};
+
+pub(crate) use json::doctor_json;
+
+pub(crate) fn doctor(
+    s: &Snapshot,
+    r: &Report,
+    code: u8,
+    format: Format,
+    color: ColorChoice,
+) -> Result<()> {
+    match format {
+        Format::Json => {
+            write_stdout(&(serde_json::to_string_pretty(&doctor_json(s, r, code))? + "\n"))
+        }
+        Format::Markdown => write_stdout(&markdown::render(s, r, code)),
+        Format::Text => {
+            let choice = match color {
+                ColorChoice::Auto => anstream::ColorChoice::Auto,
+                ColorChoice::Always => anstream::ColorChoice::Always,
+                ColorChoice::Never => anstream::ColorChoice::Never,
+            };
+            let mut out = anstream::AutoStream::new(std::io::stdout().lock(), choice);
+            ignore_broken_pipe(
+                out.write_all(text::render(s, r, code).as_bytes())
+                    .and_then(|_| out.flush()),
+            )
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`powerdiag doctor | head`) is not an error.
+pub(crate) fn write_stdout(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    ignore_broken_pipe(out.write_all(s.as_bytes()).and_then(|_| out.flush()))
+}
+
+fn ignore_broken_pipe(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// An error that stops powerdiag, on stderr.
+pub(crate) fn error(message: &str) {
+    eprintln!("powerdiag: error: {message}");
+}
+
+/// `1.2 ms`, `3.4 s`.
+pub(crate) fn secs(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.1} ms", s * 1000.0)
+    } else {
+        format!("{s:.2} s")
+    }
+}

@@ -1,0 +1,208 @@
+use std::fmt::Write;
+
+use owo_colors::OwoColorize;
+use powerdiag_rules::{Check, Gathered, Report, Severity, Snapshot, Status, format_bytes};
+
+use super::secs;
+
+pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
+    let mut o = String::new();
+    header(&mut o, s);
+    mariadb(&mut o, s);
+    let findings = r.findings();
+    let _ = writeln!(o);
+    if findings.is_empty() {
+        let _ = writeln!(o, "{}", "No findings.".green().bold());
+    } else {
+        let _ = writeln!(o, "{}", format!("Findings ({})", counts(r)).bold());
+        for c in findings {
+            finding(&mut o, c);
+        }
+    }
+    let _ = writeln!(o, "\n{}", "Checks".bold());
+    for c in &r.checks {
+        let status = match c.status {
+            Status::Fail => format!("{:<17}", "fail").red().to_string(),
+            Status::Pass => format!("{:<17}", "pass").green().to_string(),
+            Status::NotApplicable => format!("{:<17}", "not_applicable").dimmed().to_string(),
+            Status::InsufficientData => format!("{:<17}", "insufficient_data").yellow().to_string(),
+        };
+        let _ = writeln!(o, "  {status} {} {:<30} {}", c.code, c.name, c.summary);
+    }
+    let runs: Vec<String> = s
+        .collectors
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}{}",
+                c.name,
+                secs(c.duration_seconds),
+                if c.success { "" } else { " (failed)" }
+            )
+        })
+        .collect();
+    let _ = writeln!(o, "\nCollectors: {}", runs.join(", "));
+    let verdict = match code {
+        0 => "0: no warning or critical finding".green().to_string(),
+        1 => "1: worst finding is a warning".yellow().to_string(),
+        2 => "2: worst finding is critical".red().to_string(),
+        _ => "3".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "Exit status {verdict}. Details of a rule: powerdiag explain CODE"
+    );
+    o
+}
+
+fn counts(r: &Report) -> String {
+    let f = r.findings();
+    let n = |sev| f.iter().filter(|c| c.severity == sev).count();
+    format!(
+        "{} critical, {} warning, {} info",
+        n(Severity::Critical),
+        n(Severity::Warning),
+        n(Severity::Info)
+    )
+}
+
+fn header(o: &mut String, s: &Snapshot) {
+    let _ = write!(o, "{}", "powerdiag doctor".bold());
+    match s.host.as_ref() {
+        Ok(h) => {
+            let mut parts = vec![
+                h.os_release.clone().unwrap_or_else(|| h.os.clone()),
+                h.arch.clone(),
+            ];
+            if let Some(t) = h.hardware_threads {
+                parts.push(format!("{t} hardware threads"));
+            }
+            if let Some(m) = h.memory_total_bytes {
+                parts.push(format!("{} RAM", format_bytes(m)));
+            }
+            if let Some(k) = &h.kernel {
+                parts.push(format!("kernel {k}"));
+            }
+            if let Some(p) = h.page_size_bytes {
+                parts.push(format!("{} pages", format_bytes(p)));
+            }
+            let _ = writeln!(o, " — {} ({})", h.hostname.bold(), parts.join(", "));
+        }
+        Err(why) => {
+            let _ = writeln!(o, " — host facts unavailable: {why}");
+        }
+    }
+}
+
+fn mariadb(o: &mut String, s: &Snapshot) {
+    let m = &s.mariadb;
+    match &m.facts {
+        Some(f) => {
+            let place = match f.same_host {
+                Some(true) => "this host",
+                Some(false) => "another host",
+                None => "host unknown",
+            };
+            let _ = writeln!(
+                o,
+                "MariaDB {} at {} ({place})",
+                f.version.raw.bold(),
+                m.target.as_deref().unwrap_or("?")
+            );
+            match &f.vector_indexes {
+                Gathered::Available(v) if !v.is_empty() => {
+                    let names: Vec<String> = v.iter().map(|i| i.qualified_name()).collect();
+                    let _ = writeln!(o, "  vector indexes: {}", names.join(", "));
+                }
+                Gathered::Unavailable(why) => {
+                    let _ = writeln!(o, "  vector indexes: unavailable ({why})");
+                }
+                _ => {}
+            }
+            match &f.probe {
+                Gathered::Available(p) => {
+                    for ip in &p.indexes {
+                        let mut lat: Vec<u64> =
+                            ip.queries.iter().skip(1).map(|q| q.latency_us).collect();
+                        lat.sort_unstable();
+                        let med = lat.get(lat.len() / 2).copied().unwrap_or(0);
+                        let rebuilds: u64 =
+                            ip.queries.iter().skip(1).map(|q| q.handler_read_last).sum();
+                        let first = ip.queries.first().map(|q| q.latency_us).unwrap_or(0);
+                        let _ = write!(
+                            o,
+                            "  probe {}.{} ({}): {} queries, first {:.2} ms, median {:.2} ms, {} cache rebuilds",
+                            ip.schema,
+                            ip.table,
+                            ip.index,
+                            ip.queries.len(),
+                            first as f64 / 1000.0,
+                            med as f64 / 1000.0,
+                            rebuilds
+                        );
+                        if let Some(e) = &ip.error {
+                            let _ = write!(o, " — stopped: {e}");
+                        } else if ip.budget_exhausted {
+                            let _ = write!(o, " — time budget reached");
+                        }
+                        let _ = writeln!(o);
+                    }
+                }
+                Gathered::Unavailable(why) => {
+                    let _ = writeln!(o, "  probe: {why}");
+                }
+            }
+            for n in &f.notes {
+                let _ = writeln!(o, "  {} {n}", "note:".yellow());
+            }
+        }
+        None => {
+            let _ = writeln!(o, "{} {}", "MariaDB:".bold(), "not reachable".red().bold());
+            if let Some(e) = &m.error {
+                let _ = writeln!(o, "  {}", e.message);
+            }
+            if m.attempts.len() > 1 {
+                let _ = writeln!(o, "  tried:");
+                for a in &m.attempts {
+                    let _ = writeln!(
+                        o,
+                        "    {} — {}",
+                        a.target,
+                        a.error.as_deref().unwrap_or("ok")
+                    );
+                }
+            }
+            if let Some(e) = &m.error
+                && !e.hint.is_empty()
+            {
+                let _ = writeln!(o, "  fix: {}", e.hint);
+            }
+            let _ = writeln!(
+                o,
+                "  Point powerdiag at the server with POWERDIAG_MARIADB_URL=mysql://USER:PASSWORD@HOST:PORT/\n  \
+                 or --mariadb.defaults-file PATH (a my.cnf with a [client] section). Database checks\n  \
+                 below report insufficient_data until then; host checks still ran."
+            );
+        }
+    }
+}
+
+fn finding(o: &mut String, c: &Check) {
+    let sev = match c.severity {
+        Severity::Critical => "CRITICAL".red().bold().to_string(),
+        Severity::Warning => "WARNING ".yellow().bold().to_string(),
+        Severity::Info => "INFO    ".cyan().bold().to_string(),
+    };
+    let _ = writeln!(o, "\n  {sev} {} {}", c.code.bold(), c.name.bold());
+    let _ = writeln!(o, "    {}", c.summary);
+    if !c.evidence.is_empty() {
+        let _ = writeln!(o, "    {}", "evidence:".dimmed());
+        for e in &c.evidence {
+            let _ = writeln!(o, "      - {e}");
+        }
+    }
+    let _ = writeln!(o, "    {}", "fix:".dimmed());
+    for line in c.remediation.lines() {
+        let _ = writeln!(o, "      {line}");
+    }
+}
