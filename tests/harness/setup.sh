@@ -7,7 +7,7 @@
 # Environment:
 #   POWERDIAG_CACHE_DIR        where the MariaDB 11.8 root lives (default /var/cache/powerdiag)
 #   POWERDIAG_DEBIAN_MIRROR    Debian mirror for debootstrap (default: the URIs of the host's apt sources)
-#   POWERDIAG_RUSTUP_INIT_URL  rustup installer URL; only used when cargo is missing
+#   POWERDIAG_RUSTUP_INIT_URL  rustup installer (default: the official one); only used when cargo is missing
 #
 # Steps:
 #   1. apt: build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client
@@ -200,11 +200,10 @@ install_rust() {
             return 0
         fi
     done
-    [ -n "${POWERDIAG_RUSTUP_INIT_URL:-}" ] ||
-        die "cargo is missing: set POWERDIAG_RUSTUP_INIT_URL to the official rustup installer (sh) URL and re-run"
-    log "rust: installing the stable toolchain with rustup"
-    curl --proto '=https' --tlsv1.2 -fsSL "$POWERDIAG_RUSTUP_INIT_URL" |
-        sh -s -- -y --profile minimal --default-toolchain stable
+    local url=${POWERDIAG_RUSTUP_INIT_URL:-https://sh.rustup.rs}
+    log "rust: installing the stable toolchain with rustup ($url)"
+    curl --proto '=https' --tlsv1.2 -fsSL "$url" |
+        sh -s -- -y --profile minimal --default-toolchain stable --component rustfmt,clippy
     "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" --version >&2
 }
 
@@ -273,6 +272,22 @@ remove_build_dir() {
     rm -rf --one-file-system "$dir"
 }
 
+DEBOOTSTRAP_PID=""
+BUILD_DIR=""
+# Interrupted while debootstrap runs: stop it and everything it started, delete the half root.
+abort_build() {
+    trap - INT TERM HUP
+    log "interrupted ($1): stopping debootstrap and removing $BUILD_DIR"
+    if [ -n "$DEBOOTSTRAP_PID" ]; then
+        kill -TERM -- "-$DEBOOTSTRAP_PID" 2>/dev/null || true
+        sleep 2
+        kill -KILL -- "-$DEBOOTSTRAP_PID" 2>/dev/null || true
+        wait "$DEBOOTSTRAP_PID" 2>/dev/null || true
+    fi
+    [ -z "$BUILD_DIR" ] || remove_build_dir "$BUILD_DIR"
+    exit 130
+}
+
 build_trixie_root() {
     local mirror build old version rc
     if trixie_root_complete; then
@@ -294,8 +309,19 @@ build_trixie_root() {
     log "debootstrap trixie (minbase + mariadb-server) into $build from the host's Debian mirror (about 1 min)"
     : >"$LOG_DIR/debootstrap.log"
     rc=0
-    debootstrap --variant=minbase --include=mariadb-server trixie "$build" "$mirror" \
-        >>"$LOG_DIR/debootstrap.log" 2>&1 || rc=$?
+    # Own session, so an interrupt can take down debootstrap and the dpkg it runs in the root.
+    # It inherits the setup lock (fd 9) on purpose: if this script is SIGKILLed, the next run
+    # waits for the orphaned debootstrap instead of deleting the build dir under it.
+    setsid debootstrap --variant=minbase --include=mariadb-server trixie "$build" "$mirror" \
+        </dev/null >>"$LOG_DIR/debootstrap.log" 2>&1 &
+    DEBOOTSTRAP_PID=$!
+    BUILD_DIR=$build
+    trap 'abort_build INT' INT
+    trap 'abort_build TERM' TERM
+    trap 'abort_build HUP' HUP
+    wait "$DEBOOTSTRAP_PID" || rc=$?
+    trap - INT TERM HUP
+    DEBOOTSTRAP_PID=""
     if [ "$rc" -ne 0 ] || [ ! -x "$build/usr/sbin/mariadbd" ]; then
         tail -n 25 "$LOG_DIR/debootstrap.log" >&2
         if [ -f "$build/debootstrap/debootstrap.log" ]; then
@@ -312,6 +338,8 @@ build_trixie_root() {
     version=$("$build$TRIXIE_LOADER" --library-path "$build/usr/lib/$TRIXIE_MULTIARCH" \
         "$build/usr/sbin/mariadbd" --version 2>&1) ||
         die "the new root's mariadbd does not run through its loader: $version"
+    version=${version##*/mariadbd }
+    version=${version#"${version%%[! ]*}"} # "Ver 11.8.6-MariaDB-0+deb13u1 from Debian ..."
     printf '%s\n' "$version" >"$build/$TRIXIE_MARKER"
     chmod 0755 "$build"
     mv -T "$build" "$TRIXIE_ROOT"

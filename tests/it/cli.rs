@@ -1,0 +1,69 @@
+//! `rules`, `explain`, `--help`: the parts of the interface that need no server.
+
+use crate::support::*;
+
+#[test]
+fn rules_lists_every_rule() {
+    let r = run(powerdiag().arg("rules"));
+    assert_eq!(r.code, 0);
+    for code in [
+        "PD101", "PD102", "PD103", "PD201", "PD202", "PD203", "PD204",
+    ] {
+        assert!(r.stdout.contains(code), "{code} missing:\n{}", r.stdout);
+    }
+    assert!(r.stdout.contains("mhnsw-cache-undersized") && r.stdout.contains("critical"));
+    let j: serde_json::Value =
+        serde_json::from_str(&run(powerdiag().args(["rules", "--format", "json"])).stdout).unwrap();
+    assert_eq!(j.as_array().unwrap().len(), powerdiag_rules::RULES.len());
+}
+
+#[test]
+fn explain_by_code_and_name() {
+    let by_code = run(powerdiag().args(["explain", "PD101"]));
+    assert_eq!(by_code.code, 0);
+    assert!(
+        by_code
+            .stdout
+            .starts_with("PD101 mhnsw-cache-undersized (severity: critical")
+    );
+    assert!(by_code.stdout.contains("42 QPS"), "cites the field report");
+    assert!(
+        by_code.stdout.contains("SET GLOBAL mhnsw_max_cache_size"),
+        "gives the SQL"
+    );
+    assert!(
+        by_code.stdout.contains("[mariadbd]"),
+        "gives the my.cnf line"
+    );
+    let by_name = run(powerdiag().args(["explain", "mhnsw-cache-undersized"]));
+    assert_eq!(by_name.stdout, by_code.stdout);
+    let lower = run(powerdiag().args(["explain", "pd101"]));
+    assert_eq!(lower.stdout, by_code.stdout);
+
+    let unknown = run(powerdiag().args(["explain", "PD999"]));
+    assert_eq!(unknown.code, 3);
+    assert!(
+        unknown.stderr.contains("PD999") && unknown.stderr.contains("powerdiag rules"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn help_says_what_the_probe_runs() {
+    let r = run(powerdiag().args(["doctor", "--help"]));
+    assert_eq!(r.code, 0);
+    for needle in [
+        "--mariadb.url",
+        "--mariadb.defaults-file",
+        "--no-probe",
+        "--probe-queries",
+        "--timeout",
+        "SHOW PROFILE ALL",
+        "READ ONLY",
+        "Handler_read_last",
+    ] {
+        assert!(r.stdout.contains(needle), "{needle} missing from --help");
+    }
+    assert_eq!(run(powerdiag().arg("--version")).code, 0);
+}

@@ -1,0 +1,97 @@
+//! `doctor` on this machine with no database at all.
+
+use std::net::TcpStream;
+
+use crate::support::*;
+
+fn assert_no_local_server() {
+    assert!(
+        TcpStream::connect(("127.0.0.1", 3306)).is_err(),
+        "something listens on 127.0.0.1:3306; this test needs a machine without a default MariaDB \
+         (tests/harness/setup.sh keeps Debian's service stopped)"
+    );
+    for s in [
+        "/run/mysqld/mysqld.sock",
+        "/var/run/mysqld/mysqld.sock",
+        "/var/lib/mysql/mysql.sock",
+        "/tmp/mysql.sock",
+    ] {
+        assert!(
+            !std::path::Path::new(s).exists(),
+            "{s} exists; this test needs no default MariaDB"
+        );
+    }
+}
+
+#[test]
+fn reports_host_facts_and_how_to_reach_the_server() {
+    assert_no_local_server();
+    let r = run(powerdiag().args(["doctor", "--format", "json"]));
+    assert_eq!(
+        r.code, 0,
+        "unreachable database is not exit 3: {}",
+        r.stderr
+    );
+    let j = r.json();
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["mariadb"]["reachable"], false);
+    assert_eq!(j["mariadb"]["error"]["kind"], "connection_refused");
+    assert!(
+        j["mariadb"]["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--mariadb.url")
+    );
+
+    // Host facts, cross-checked against what the test reads itself.
+    let host = &j["host"];
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(host["hostname"], hostname.trim());
+    assert_eq!(host["os"], "linux");
+    assert_eq!(host["arch"], std::env::consts::ARCH);
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let threads: u64 = online
+        .trim()
+        .split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    assert_eq!(host["hardware_threads"], threads);
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(host["memory_total_bytes"], kb * 1024);
+
+    // Every database check says why it could not judge.
+    for c in j["checks"].as_array().unwrap() {
+        if c["scope"] == "database" {
+            assert_eq!(c["status"], "insufficient_data", "{c:#}");
+            assert!(
+                c["summary"].as_str().unwrap().contains("not reachable"),
+                "{c:#}"
+            );
+        }
+    }
+    assert_eq!(j["findings"].as_array().unwrap().len(), 0);
+
+    // The text report tells a newcomer what to do.
+    let t = run(powerdiag().arg("doctor"));
+    assert_eq!(t.code, 0);
+    assert!(t.stdout.contains(hostname.trim()), "{}", t.stdout);
+    assert!(t.stdout.contains("not reachable"), "{}", t.stdout);
+    assert!(t.stdout.contains("POWERDIAG_MARIADB_URL"), "{}", t.stdout);
+    assert!(t.stdout.contains("--mariadb.defaults-file"), "{}", t.stdout);
+    assert!(
+        !t.stdout.contains('\u{1b}'),
+        "no colour when stdout is not a terminal"
+    );
+}

@@ -1,0 +1,188 @@
+//! Finding the test servers and running the binary.
+
+use std::{
+    path::PathBuf,
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+/// A test server started by tests/run.sh.
+#[derive(Debug, Clone)]
+pub(crate) struct Server {
+    pub(crate) port: u16,
+    pub(crate) socket: PathBuf,
+    pub(crate) pidfile: PathBuf,
+}
+
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| {
+        panic!(
+            "{key} is not set: these tests need the MariaDB servers that tests/run.sh starts. \
+             Run `tests/run.sh` (all tests), or start them with tests/harness/mariadb.sh and export \
+             the variables printed by `tests/harness/mariadb.sh env NAME`."
+        )
+    })
+}
+
+impl Server {
+    pub(crate) fn get(name: &'static str) -> Server {
+        let key = name.to_ascii_uppercase();
+        Server {
+            port: env(&format!("POWERDIAG_IT_{key}_PORT"))
+                .parse()
+                .expect("port"),
+            socket: env(&format!("POWERDIAG_IT_{key}_SOCKET")).into(),
+            pidfile: env(&format!("POWERDIAG_IT_{key}_PIDFILE")).into(),
+        }
+    }
+
+    pub(crate) fn m118() -> Server {
+        Server::get("m118")
+    }
+    pub(crate) fn m1011() -> Server {
+        Server::get("m1011")
+    }
+    pub(crate) fn hang() -> Server {
+        Server::get("hang")
+    }
+
+    pub(crate) fn root_password() -> String {
+        std::env::var("POWERDIAG_IT_ROOT_PASSWORD").unwrap_or_else(|_| "powerdiag-it-root".into())
+    }
+
+    /// Root over TCP, password included: for `POWERDIAG_MARIADB_URL` only, never argv.
+    pub(crate) fn root_url(&self) -> String {
+        self.url("root", &Server::root_password())
+    }
+
+    pub(crate) fn url(&self, user: &str, password: &str) -> String {
+        format!("mysql://{user}:{password}@127.0.0.1:{}/", self.port)
+    }
+
+    pub(crate) fn pid(&self) -> i32 {
+        std::fs::read_to_string(&self.pidfile)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.pidfile.display()))
+            .trim()
+            .parse()
+            .expect("pid")
+    }
+
+    /// A mysql_async pool for set-up statements.
+    pub(crate) fn pool(&self) -> mysql_async::Pool {
+        mysql_async::Pool::new(
+            mysql_async::OptsBuilder::default()
+                .ip_or_hostname("127.0.0.1")
+                .tcp_port(self.port)
+                .user(Some("root"))
+                .pass(Some(Server::root_password()))
+                .prefer_socket(false),
+        )
+    }
+}
+
+/// The binary under test, with a clean environment: no URL from the caller, no ~/.my.cnf.
+pub(crate) fn powerdiag() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_powerdiag"));
+    c.env_remove("POWERDIAG_MARIADB_URL")
+        .env("HOME", empty_home())
+        .env("NO_COLOR", "1");
+    c
+}
+
+fn empty_home() -> PathBuf {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+        .to_owned()
+}
+
+/// Output of one run plus its wall time.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) elapsed: Duration,
+}
+
+impl Run {
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+pub(crate) fn run(cmd: &mut Command) -> Run {
+    let t = Instant::now();
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run powerdiag");
+    let r = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        elapsed: t.elapsed(),
+    };
+    assert!(
+        !r.stderr.contains("panicked"),
+        "powerdiag panicked:\n{}",
+        r.stderr
+    );
+    r
+}
+
+/// `doctor --format json` against `url` (passed in the environment, as users should).
+pub(crate) fn doctor_json(url: &str, extra: &[&str]) -> Run {
+    run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", url)
+        .args(["doctor", "--format", "json"])
+        .args(extra))
+}
+
+/// The status of check `code` in a doctor JSON report.
+pub(crate) fn status(report: &Value, code: &str) -> String {
+    check(report, code)["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+pub(crate) fn check<'a>(report: &'a Value, code: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["code"] == code)
+        .unwrap_or_else(|| panic!("no check {code} in {report:#}"))
+}
+
+/// Every check's code and status, for comparing two reports.
+pub(crate) fn verdicts(report: &Value) -> Vec<(String, String)> {
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            (
+                c["code"].as_str().unwrap_or_default().to_owned(),
+                c["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}

@@ -1,0 +1,264 @@
+//! MariaDB 11.8 with a vector index whose graph is larger than the default 16 MiB cache.
+//!
+//! One test owns the 11.8 server: it changes `mhnsw_max_cache_size`, a global.
+
+use mysql_async::prelude::Queryable;
+use rand::{SeedableRng, rngs::StdRng};
+use rand_distr::{Distribution, Normal};
+use serde_json::Value;
+
+use crate::support::*;
+
+const ROWS: usize = 20_000;
+const DIM: usize = 768;
+const LATENT: usize = 32;
+const MON_USER: &str = "pd_mon";
+const MON_PASSWORD: &str = "pd-mon-Pw-2026";
+
+/// Embedding-like vectors, deterministic: a 32-d Gaussian latent times a fixed random
+/// 32×768 matrix, plus N(0, 0.05²) noise. iid random vectors would not thrash the cache
+/// (shared/notes/mariadb.md §5).
+fn vectors() -> impl Iterator<Item = Vec<f32>> {
+    let mut rng = StdRng::seed_from_u64(20_261_122);
+    let unit = Normal::new(0.0f32, 1.0).unwrap();
+    let noise = Normal::new(0.0f32, 0.05).unwrap();
+    let basis: Vec<f32> = (0..LATENT * DIM).map(|_| unit.sample(&mut rng)).collect();
+    (0..ROWS).map(move |_| {
+        let z: Vec<f32> = (0..LATENT).map(|_| unit.sample(&mut rng)).collect();
+        (0..DIM)
+            .map(|d| {
+                (0..LATENT).map(|k| z[k] * basis[k * DIM + d]).sum::<f32>() + noise.sample(&mut rng)
+            })
+            .collect()
+    })
+}
+
+/// Creates `powerdiag_it.docs` with ROWS vectors unless it is already complete, and the
+/// least-privilege monitoring user of the README.
+async fn prepare(server: &Server) {
+    let pool = server.pool();
+    let mut c = pool.get_conn().await.expect("connect as root");
+    let count: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='powerdiag_it' AND TABLE_NAME='docs'")
+        .await
+        .unwrap();
+    let existing: u64 = if count == Some(1) {
+        c.query_first("SELECT COUNT(*) FROM powerdiag_it.docs")
+            .await
+            .unwrap()
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    if existing != ROWS as u64 {
+        c.query_drop("DROP TABLE IF EXISTS powerdiag_it.docs")
+            .await
+            .unwrap();
+        c.query_drop(format!(
+            "CREATE TABLE powerdiag_it.docs (id INT PRIMARY KEY, e VECTOR({DIM}) NOT NULL, VECTOR INDEX (e)) ENGINE=InnoDB"
+        ))
+        .await
+        .unwrap();
+        // Load with a cache that fits, or the load itself thrashes (3-5× slower).
+        c.query_drop("SET GLOBAL mhnsw_max_cache_size = 1073741824")
+            .await
+            .unwrap();
+        let mut batch = Vec::with_capacity(250);
+        let mut id = 0;
+        let mut sql = String::new();
+        for v in vectors() {
+            id += 1;
+            let text: Vec<String> = v.iter().map(|x| format!("{x:.4}")).collect();
+            batch.push(format!("({id},VEC_FromText('[{}]'))", text.join(",")));
+            if batch.len() == 250 || id == ROWS {
+                sql.clear();
+                sql.push_str("INSERT INTO powerdiag_it.docs (id, e) VALUES ");
+                sql.push_str(&batch.join(","));
+                c.query_drop(&sql).await.unwrap();
+                batch.clear();
+            }
+        }
+        c.query_drop("ANALYZE TABLE powerdiag_it.docs")
+            .await
+            .unwrap();
+    }
+    for stmt in [
+        format!(
+            "CREATE USER IF NOT EXISTS '{MON_USER}'@'127.0.0.1' IDENTIFIED BY '{MON_PASSWORD}'"
+        ),
+        format!("GRANT PROCESS ON *.* TO '{MON_USER}'@'127.0.0.1'"),
+        format!("GRANT SELECT ON performance_schema.* TO '{MON_USER}'@'127.0.0.1'"),
+        format!("GRANT SELECT ON powerdiag_it.docs TO '{MON_USER}'@'127.0.0.1'"),
+    ] {
+        c.query_drop(stmt).await.unwrap();
+    }
+    // Back to the default, and drop the cache the load built.
+    set_cache(&mut c, 16 << 20).await;
+    drop(c);
+    pool.disconnect().await.unwrap();
+}
+
+async fn set_cache(c: &mut mysql_async::Conn, bytes: u64) {
+    c.query_drop(format!("SET GLOBAL mhnsw_max_cache_size = {bytes}"))
+        .await
+        .unwrap();
+    c.query_drop("FLUSH TABLES powerdiag_it.docs")
+        .await
+        .unwrap();
+}
+
+/// Runs the same k-NN queries a user would, to warm the cache up.
+async fn warm_up(server: &Server, queries: usize) {
+    let pool = server.pool();
+    let mut c = pool.get_conn().await.unwrap();
+    for (i, v) in vectors().step_by(ROWS / queries).take(queries).enumerate() {
+        let text: Vec<String> = v
+            .iter()
+            .map(|x| format!("{:.4}", x + if i % 2 == 0 { 0.1 } else { -0.1 }))
+            .collect();
+        let _: Vec<u32> = c
+            .query(format!(
+                "SELECT id FROM powerdiag_it.docs ORDER BY VEC_DISTANCE_EUCLIDEAN(e, VEC_FromText('[{}]')) LIMIT 10",
+                text.join(",")
+            ))
+            .await
+            .unwrap();
+    }
+    drop(c);
+    pool.disconnect().await.unwrap();
+}
+
+fn index_facts(j: &Value) -> &Value {
+    let idx = &j["snapshot"]["mariadb"]["facts"]["vector_indexes"]["available"];
+    idx.as_array()
+        .and_then(|a| a.iter().find(|i| i["table"] == "docs"))
+        .unwrap_or_else(|| panic!("docs index not found: {idx:#}"))
+}
+
+#[test]
+fn undersized_cache_thrashes_and_the_fix_works() {
+    let server = Server::m118();
+    block_on(prepare(&server));
+    let root = server.root_url();
+    let mon = server.url(MON_USER, MON_PASSWORD);
+
+    // 1. Default 16 MiB cache: PD101 and PD102 fail, doctor exits 2.
+    let r = doctor_json(&root, &[]);
+    let j = r.json();
+    assert_eq!(r.code, 2, "critical findings exit 2:\n{}", r.stdout);
+    assert_eq!(status(&j, "PD101"), "fail", "{:#}", check(&j, "PD101"));
+    assert_eq!(status(&j, "PD102"), "fail", "{:#}", check(&j, "PD102"));
+    assert_eq!(j["findings"][0]["severity"], "critical");
+    let idx = index_facts(&j);
+    assert_eq!(idx["dimensions"], DIM);
+    assert_eq!(idx["column"], "e");
+    assert!(
+        idx["hidden_table"]
+            .as_str()
+            .unwrap()
+            .starts_with("powerdiag_it/docs#i#")
+    );
+    let rows = idx["rows"].as_u64().unwrap();
+    assert!(
+        (ROWS as u64 * 8 / 10..=ROWS as u64 * 12 / 10).contains(&rows),
+        "rows estimate {rows}"
+    );
+    let pd101 = check(&j, "PD101");
+    assert!(
+        pd101["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("SET GLOBAL mhnsw_max_cache_size =")
+    );
+    let probe = &j["snapshot"]["mariadb"]["facts"]["probe"]["available"]["indexes"][0];
+    let queries = probe["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 25, "20 distinct + 5 repeats: {probe:#}");
+    let rebuilds: u64 = queries[1..]
+        .iter()
+        .map(|q| q["handler_read_last"].as_u64().unwrap())
+        .sum();
+    assert!(
+        rebuilds >= 2,
+        "thrashing shows as cache rebuilds: {probe:#}"
+    );
+    // Exit code 2 also in text and markdown.
+    let t = run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", &root)
+        .args(["doctor", "--no-probe"]));
+    assert_eq!(t.code, 2);
+    assert!(
+        t.stdout.contains("CRITICAL PD101 mhnsw-cache-undersized"),
+        "{}",
+        t.stdout
+    );
+
+    // 2. The least-privilege user of the README sees the same verdicts.
+    let m = doctor_json(&mon, &[]);
+    assert_eq!(m.code, 2, "{}", m.stdout);
+    assert_eq!(
+        verdicts(&m.json()),
+        verdicts(&j),
+        "least-privilege verdicts differ from root's"
+    );
+
+    // 3. A cache that fits, after a warm-up: both pass.
+    block_on(async {
+        let pool = server.pool();
+        let mut c = pool.get_conn().await.unwrap();
+        set_cache(&mut c, 256 << 20).await;
+        drop(c);
+        pool.disconnect().await.unwrap();
+    });
+    block_on(warm_up(&server, 200));
+    let r = doctor_json(&root, &[]);
+    let fixed = r.json();
+    assert_eq!(
+        status(&fixed, "PD101"),
+        "pass",
+        "{:#}",
+        check(&fixed, "PD101")
+    );
+    assert_eq!(
+        status(&fixed, "PD102"),
+        "pass",
+        "{:#}",
+        check(&fixed, "PD102")
+    );
+    assert!(
+        fixed["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "info"),
+        "no warning or critical left: {:#}",
+        fixed["findings"]
+    );
+    assert_eq!(r.code, 0);
+    let m = doctor_json(&mon, &[]);
+    assert_eq!(
+        verdicts(&m.json()),
+        verdicts(&fixed),
+        "least-privilege verdicts differ after the fix"
+    );
+
+    // 4. --no-probe: PD102 cannot judge and says why; PD101 still can.
+    let r = doctor_json(&root, &["--no-probe"]);
+    let j = r.json();
+    assert_eq!(status(&j, "PD102"), "insufficient_data");
+    assert!(
+        check(&j, "PD102")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("--no-probe")
+    );
+    assert_eq!(status(&j, "PD101"), "pass");
+
+    // Leave the server as we found it.
+    block_on(async {
+        let pool = server.pool();
+        let mut c = pool.get_conn().await.unwrap();
+        set_cache(&mut c, 16 << 20).await;
+        drop(c);
+        pool.disconnect().await.unwrap();
+    });
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs every powerdiag test, doing all set-up on a fresh Debian 12 machine:
+#   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
+#   2. cargo fmt --check and clippy -D warnings;
+#   3. starts MariaDB 11.8 (m118), 10.11 (m1011) and a second 10.11 for the hung-server test
+#      (hang) on loopback ports under a temporary directory;
+#   4. cargo test --workspace (unit tests and tests/it against those servers);
+#   5. stops the servers and removes the directory, whatever happened.
+#
+# Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11),
+# POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+cd "$ROOT"
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "set-up (tests/harness/setup.sh)"
+"$HERE/harness/setup.sh"
+# rustup puts cargo in ~/.cargo/bin; a fresh login shell may not have it on PATH yet.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+if command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "build"
+cargo build --workspace --all-targets --locked
+
+base=${POWERDIAG_IT_PORT_BASE:-33100}
+export POWERDIAG_IT_DIR
+POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
+chmod 755 "$POWERDIAG_IT_DIR"
+SERVERS=(m118 m1011 hang)
+cleanup() {
+    local rc=$?
+    step "stopping test servers"
+    for s in "${SERVERS[@]}"; do "$HERE/harness/mariadb.sh" stop "$s" || true; done
+    if [ "${POWERDIAG_IT_KEEP:-0}" = 1 ]; then
+        echo "kept $POWERDIAG_IT_DIR" >&2
+    else
+        rm -rf "$POWERDIAG_IT_DIR"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+step "starting MariaDB 11.8 and 10.11 under $POWERDIAG_IT_DIR"
+"$HERE/harness/mariadb.sh" start m118 11.8 $((base + 18)) &
+p1=$!
+"$HERE/harness/mariadb.sh" start m1011 10.11 $((base + 10)) &
+p2=$!
+"$HERE/harness/mariadb.sh" start hang 10.11 $((base + 11)) &
+p3=$!
+wait "$p1" && wait "$p2" && wait "$p3"
+for s in "${SERVERS[@]}"; do
+    eval "$("$HERE/harness/mariadb.sh" env "$s")"
+done
+
+step "cargo test"
+cargo test --workspace --all-targets --locked -- --test-threads "${POWERDIAG_TEST_THREADS:-4}"
