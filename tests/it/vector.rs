@@ -14,6 +14,9 @@ const DIM: usize = 768;
 const LATENT: usize = 32;
 const MON_USER: &str = "pd_mon";
 const MON_PASSWORD: &str = "pd-mon-Pw-2026";
+/// A user with no privilege at all (USAGE).
+const BARE_USER: &str = "pd_bare";
+const BARE_PASSWORD: &str = "pd-bare-Pw-2026";
 
 /// Embedding-like vectors, deterministic: a 32-d Gaussian latent times a fixed random
 /// 32×768 matrix, plus N(0, 0.05²) noise. iid random vectors would not thrash the cache
@@ -89,6 +92,9 @@ async fn prepare(server: &Server) {
         format!("GRANT PROCESS ON *.* TO '{MON_USER}'@'127.0.0.1'"),
         format!("GRANT SELECT ON performance_schema.* TO '{MON_USER}'@'127.0.0.1'"),
         format!("GRANT SELECT ON powerdiag_it.docs TO '{MON_USER}'@'127.0.0.1'"),
+        format!(
+            "CREATE USER IF NOT EXISTS '{BARE_USER}'@'127.0.0.1' IDENTIFIED BY '{BARE_PASSWORD}'"
+        ),
     ] {
         c.query_drop(stmt).await.unwrap();
     }
@@ -200,6 +206,25 @@ fn undersized_cache_thrashes_and_the_fix_works() {
         verdicts(&j),
         "least-privilege verdicts differ from root's"
     );
+
+    // 2b. Without PROCESS nor table privileges nothing is visible: that must not read as "no
+    //     vector indexes". The server checks that need no privilege still run.
+    let b = doctor_json(&server.url(BARE_USER, BARE_PASSWORD), &[]);
+    let bj = b.json();
+    assert_eq!(
+        status(&bj, "PD101"),
+        "insufficient_data",
+        "{:#}",
+        check(&bj, "PD101")
+    );
+    let why = check(&bj, "PD101")["summary"].as_str().unwrap().to_owned();
+    assert!(
+        why.contains("GRANT PROCESS ON *.* TO 'pd_bare'@'127.0.0.1'"),
+        "{why}"
+    );
+    assert_eq!(status(&bj, "PD102"), "insufficient_data");
+    assert_eq!(status(&bj, "PD201"), "pass");
+    assert_eq!(b.code, 0, "{}", b.stdout);
 
     // 3. A cache that fits, after a warm-up: both pass.
     block_on(async {

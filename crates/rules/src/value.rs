@@ -38,6 +38,11 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+/// `1 vector index`, `3 vector indexes`.
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A size for my.cnf and `SET GLOBAL`: `bytes` rounded up to a whole number of MiB, written
 /// with the largest exact suffix (`64M`, `2G`).
 pub(crate) fn my_cnf_size(bytes: u64) -> String {

@@ -27,7 +27,13 @@ pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
             Status::NotApplicable => format!("{:<17}", "not_applicable").dimmed().to_string(),
             Status::InsufficientData => format!("{:<17}", "insufficient_data").yellow().to_string(),
         };
-        let _ = writeln!(o, "  {status} {} {:<30} {}", c.code, c.name, c.summary);
+        // The connection error is explained once, above; don't repeat it on every line.
+        let summary = if c.summary.starts_with("MariaDB not reachable") {
+            "MariaDB not reachable (see above)"
+        } else {
+            c.summary.as_str()
+        };
+        let _ = writeln!(o, "  {status} {} {:<30} {summary}", c.code, c.name);
     }
     let runs: Vec<String> = s
         .collectors

@@ -3,7 +3,7 @@
 use crate::Rule;
 
 mod mhnsw;
-mod pd101_mhnsw_cache_undersized;
+pub(crate) mod pd101_mhnsw_cache_undersized;
 mod pd102_mhnsw_cache_thrashing;
 mod pd103_profiler_stall_dominated;
 mod pd201_innodb_checksum_software;

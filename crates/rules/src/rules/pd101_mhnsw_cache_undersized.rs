@@ -1,7 +1,7 @@
 use crate::{
     Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
     rules::mhnsw::estimate_graph_bytes,
-    value::{format_bytes, my_cnf_size},
+    value::{format_bytes, my_cnf_size, plural},
 };
 
 declare_rule! {
@@ -53,6 +53,13 @@ declare_rule! {
 
 /// Headroom over the largest graph in the suggested limit.
 const HEADROOM: f64 = 1.5;
+
+/// The limit to recommend for a graph of `graph_bytes`: with headroom, in whole MiB.
+pub(crate) fn suggested_limit(graph_bytes: u64) -> u64 {
+    ((graph_bytes as f64 * HEADROOM) as u64)
+        .div_ceil(1 << 20)
+        .saturating_mul(1 << 20)
+}
 
 impl Rule for MhnswCacheUndersized {
     fn meta(&self) -> &'static RuleMeta {
@@ -117,7 +124,7 @@ impl Rule for MhnswCacheUndersized {
         }
 
         let largest = too_big.iter().map(|(_, b)| *b).max().unwrap_or(limit);
-        let suggested = (largest as f64 * HEADROOM) as u64;
+        let suggested = suggested_limit(largest);
         let size = my_cnf_size(suggested);
         let (worst, worst_bytes) = too_big
             .iter()
@@ -125,8 +132,8 @@ impl Rule for MhnswCacheUndersized {
             .map(|(i, b)| (i.qualified_name(), *b))
             .unwrap_or_default();
         let mut v = Verdict::fail(format!(
-            "{} vector index(es) exceed mhnsw_max_cache_size ({}); the largest, {worst}, needs ≈ {} — every query that overflows discards and rebuilds the whole graph",
-            too_big.len(),
+            "{} mhnsw_max_cache_size ({}); the largest, {worst}, needs ≈ {} — every query that overflows discards and rebuilds the whole graph",
+            plural(too_big.len(), "vector index exceeds", "vector indexes exceed"),
             format_bytes(limit),
             format_bytes(worst_bytes),
         ))
@@ -135,7 +142,7 @@ impl Rule for MhnswCacheUndersized {
              and persist it under [mariadbd] in the server's option file:\n    mhnsw_max_cache_size = {size}\n\
              The limit is per index: all vector graphs together may take ≈ {} of memory when warm.",
             format_bytes(total.max(largest)),
-            bytes = suggested.div_ceil(1 << 20).saturating_mul(1 << 20),
+            bytes = suggested,
         ));
         v.evidence = evidence;
         Ok(v)

@@ -1,6 +1,7 @@
 use crate::{
     Gathered, IndexProbe, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
-    value::{format_bytes, my_cnf_size},
+    rules::{estimate_graph_bytes, pd101_mhnsw_cache_undersized::suggested_limit},
+    value::{format_bytes, my_cnf_size, plural},
 };
 
 declare_rule! {
@@ -188,14 +189,41 @@ impl Rule for MhnswCacheThrashing {
             .max_by(|a, b| (a.rebuilds * b.later).cmp(&(b.rebuilds * a.later)))
         else {
             let mut v = Verdict::pass(format!(
-                "no MHNSW cache thrashing: {judged} probed index(es) kept their graph cached"
+                "no MHNSW cache thrashing: {} kept the graph cached",
+                plural(judged, "probed index", "probed indexes")
             ));
             v.evidence = evidence;
             return Ok(v);
         };
 
         let limit = db.var_u64(Var::MhnswMaxCacheSize).unwrap_or(16 << 20);
-        let target = limit.saturating_mul(4).max(256 << 20);
+        // The size PD101 would compute for this index, else a generous step up.
+        let default_m = db
+            .var_u64(Var::MhnswDefaultM)
+            .ok()
+            .and_then(|m| u32::try_from(m).ok());
+        let estimate = db.vector_indexes.as_ref().ok().and_then(|all| {
+            all.iter()
+                .find(|i| {
+                    i.schema == worst.probe.schema
+                        && i.table == worst.probe.table
+                        && i.index == worst.probe.index
+                })
+                .and_then(|i| estimate_graph_bytes(i, default_m))
+        });
+        let (target, why) = match estimate {
+            Some(e) if e.bytes >= limit => (
+                suggested_limit(e.bytes),
+                format!(
+                    "the graph is ≈ {}; this adds 50% headroom",
+                    format_bytes(e.bytes)
+                ),
+            ),
+            _ => (
+                limit.saturating_mul(4).max(256 << 20),
+                "the graph size is unknown; PD101 computes it when PROCESS is granted".to_owned(),
+            ),
+        };
         let mut v = Verdict::fail(format!(
             "the MHNSW cache of {}.{} ({}) was rebuilt {} times in {} queries (one every {:.1}); {:.0} graph rows read per query instead of ≈{}",
             worst.probe.schema,
@@ -208,11 +236,10 @@ impl Rule for MhnswCacheThrashing {
             worst.probe.limit,
         ))
         .with_remediation(format!(
-            "Raise the cache above the graph (PD101 computes the size from the index), e.g.\n\
-             SET GLOBAL mhnsw_max_cache_size = {};\n\
-             and persist it under [mariadbd]:\n    mhnsw_max_cache_size = {}\n\
+            "SET GLOBAL mhnsw_max_cache_size = {target};  -- {}: {why}\n\
+             and persist it under [mariadbd] in the server's option file:\n    mhnsw_max_cache_size = {}\n\
              then re-run powerdiag doctor after a warm-up: the probe should show no rebuilds.",
-            target,
+            my_cnf_size(target),
             my_cnf_size(target)
         ));
         v.evidence = evidence;
@@ -284,15 +311,33 @@ pub(crate) mod tests {
             "{}",
             v.summary
         );
+        // Sized from the index's estimate, as PD101 would, not a guess.
+        let fix = v.remediation.clone().unwrap();
         assert!(
-            v.remediation
-                .unwrap()
-                .contains("SET GLOBAL mhnsw_max_cache_size = 268435456")
+            fix.contains("SET GLOBAL mhnsw_max_cache_size = 51380224;  -- 49M"),
+            "{fix}"
         );
         assert!(
             v.evidence
                 .iter()
                 .any(|e| e.contains("repeated queries median 2.60 ms"))
+        );
+    }
+
+    #[test]
+    fn without_a_size_estimate_the_fix_is_a_generous_step() {
+        let mut idx = big_vector_index();
+        idx.rows = None;
+        idx.hidden_table_bytes = None;
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(idx)
+            .probe(thrashing_probe())
+            .build();
+        let fix = check(&s).remediation.unwrap();
+        assert!(
+            fix.contains("= 268435456;  -- 256M: the graph size is unknown"),
+            "{fix}"
         );
     }
 

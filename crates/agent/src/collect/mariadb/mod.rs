@@ -218,7 +218,12 @@ async fn collect_vectors(
         }
         Err(e) => {
             runs.push(run("mariadb_vector_indexes", started, Some(&e.message)));
-            facts.vector_indexes = Gathered::Unavailable(e.message);
+            let why = if e.hint.is_empty() {
+                e.message
+            } else {
+                format!("{}; fix: {}", e.message, e.hint)
+            };
+            facts.vector_indexes = Gathered::Unavailable(why);
             facts.probe = Gathered::Unavailable("vector indexes could not be listed".into());
             return;
         }

@@ -13,6 +13,8 @@ pub(crate) struct Session {
     conn: Option<Conn>,
     timeout: Duration,
     pub(crate) target: String,
+    /// `'user'@'host'` as the server sees us, for GRANT hints.
+    account: String,
     /// Statements sent, for the bounded-queries budget.
     pub(crate) statements: u32,
 }
@@ -52,10 +54,16 @@ impl Session {
                 });
             }
         };
+        let host = match &c.endpoint {
+            Endpoint::Socket(_) => "localhost".to_owned(),
+            Endpoint::Tcp { host, .. } => host.clone(),
+        };
+        let account = format!("{}@{}", sql_str(&c.user), sql_str(&host));
         Ok(Session {
             conn: Some(conn),
             timeout,
             target,
+            account,
             statements: 0,
         })
     }
@@ -94,6 +102,11 @@ impl Session {
         self.query(sql).await.map(drop)
     }
 
+    /// The account for GRANT hints, e.g. `'mon'@'127.0.0.1'` (the server may match a wider host).
+    pub(crate) fn account(&self) -> &str {
+        &self.account
+    }
+
     pub(crate) fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -117,6 +130,25 @@ pub(crate) fn human(d: Duration) -> String {
     } else {
         format!("{:.1} s", d.as_secs_f64())
     }
+}
+
+/// A result set as text: one `Option<String>` per column (`None` for NULL). Parsers take this
+/// form so they can be tested on captured rows without a server.
+pub(crate) type TextRow = Vec<Option<String>>;
+
+pub(crate) fn text_rows(rows: &[Row]) -> Vec<TextRow> {
+    rows.iter()
+        .map(|r| (0..r.len()).map(|i| col(r, i)).collect())
+        .collect()
+}
+
+/// Column `i` of a text row.
+pub(crate) fn tcol(row: &TextRow, i: usize) -> Option<String> {
+    row.get(i).cloned().flatten()
+}
+
+pub(crate) fn tcol_u64(row: &TextRow, i: usize) -> Option<u64> {
+    tcol(row, i).and_then(|s| s.trim().parse().ok())
 }
 
 /// Column `i` of a text-protocol row as a string; `None` for NULL or a missing column.

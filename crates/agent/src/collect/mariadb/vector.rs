@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use mysql_async::Row;
 use powerdiag_rules::{DbError, DbErrorKind, VectorIndex};
 
-use super::session::{Session, col, col_u64, ident, sql_str};
+use super::session::{Session, TextRow, col, col_u64, ident, sql_str, tcol, tcol_u64, text_rows};
 
 /// Most vector indexes described in detail.
 pub(crate) const MAX_INDEXES: usize = 64;
@@ -42,17 +41,14 @@ pub(crate) async fn discover(
         let rows = s
             .query("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, VECTOR_DIMENSIONS, INDEX_SIZE, TOTAL_NODES, MEMORY_SIZE, CACHE_OVERFLOWS FROM information_schema.VECTOR_INDEXES")
             .await?;
-        d.indexes = parse_vector_indexes_view(&rows);
+        d.indexes = parse_vector_indexes_view(&text_rows(&rows));
     } else {
         match s.query(HIDDEN_SQL).await {
             Ok(rows) => {
-                d.indexes = parse_hidden_tables(&rows, page);
+                d.indexes = parse_hidden_tables(&text_rows(&rows), page);
             }
             Err(e) if e.kind == DbErrorKind::MissingPrivilege => {
-                d.notes.push(format!(
-                    "vector index sizes need the PROCESS privilege (INFORMATION_SCHEMA.INNODB_SYS_TABLES): {}; using row estimates of the base tables instead",
-                    e.message
-                ));
+                let grant = format!("GRANT PROCESS ON *.* TO {}", s.account());
                 let rows = s
                     .query("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS WHERE INDEX_TYPE='VECTOR'")
                     .await?;
@@ -67,6 +63,21 @@ pub(crate) async fn discover(
                         })
                     })
                     .collect();
+                if d.indexes.is_empty() {
+                    // Without PROCESS and table privileges the user sees no index at all: that
+                    // is not "no vector indexes".
+                    return Err(DbError {
+                        kind: DbErrorKind::MissingPrivilege,
+                        message: format!(
+                            "vector indexes cannot be listed without the PROCESS privilege ({})",
+                            e.message
+                        ),
+                        hint: format!("{grant};"),
+                    });
+                }
+                d.notes.push(format!(
+                    "vector index sizes need the PROCESS privilege ({grant}); using the base tables' row estimates"
+                ));
             }
             Err(e) => return Err(e),
         }
@@ -93,16 +104,16 @@ const HIDDEN_SQL: &str = "SELECT t.NAME, s.NUM_ROWS, s.CLUST_INDEX_SIZE, ts.ALLO
      LEFT JOIN information_schema.INNODB_SYS_TABLESPACES ts ON ts.SPACE = t.SPACE \
      WHERE t.NAME LIKE '%#i#%'";
 
-pub(crate) fn parse_hidden_tables(rows: &[Row], page: u64) -> Vec<VectorIndex> {
+pub(crate) fn parse_hidden_tables(rows: &[TextRow], page: u64) -> Vec<VectorIndex> {
     let mut out = Vec::new();
     for r in rows {
-        let Some(name) = col(r, 0) else { continue };
+        let Some(name) = tcol(r, 0) else { continue };
         let Some((schema, table, _key)) = split_hidden_name(&name) else {
             continue;
         };
-        let rows_n = col_u64(r, 1);
-        let clust_pages = col_u64(r, 2);
-        let allocated = col_u64(r, 3);
+        let rows_n = tcol_u64(r, 1);
+        let clust_pages = tcol_u64(r, 2);
+        let allocated = tcol_u64(r, 3);
         out.push(VectorIndex {
             schema,
             table,
@@ -149,19 +160,19 @@ pub(crate) fn decode_innodb_name(s: &str) -> String {
     out
 }
 
-pub(crate) fn parse_vector_indexes_view(rows: &[Row]) -> Vec<VectorIndex> {
+pub(crate) fn parse_vector_indexes_view(rows: &[TextRow]) -> Vec<VectorIndex> {
     rows.iter()
         .filter_map(|r| {
             Some(VectorIndex {
-                schema: col(r, 0)?,
-                table: col(r, 1)?,
-                index: col(r, 2)?,
-                dimensions: col_u64(r, 3).and_then(|d| u32::try_from(d).ok()),
-                hidden_table_bytes: col_u64(r, 4),
-                rows: col_u64(r, 5),
+                schema: tcol(r, 0)?,
+                table: tcol(r, 1)?,
+                index: tcol(r, 2)?,
+                dimensions: tcol_u64(r, 3).and_then(|d| u32::try_from(d).ok()),
+                hidden_table_bytes: tcol_u64(r, 4),
+                rows: tcol_u64(r, 5),
                 rows_source: Some("information_schema.VECTOR_INDEXES.TOTAL_NODES".into()),
-                cache_memory_bytes: col_u64(r, 6),
-                cache_overflows: col_u64(r, 7),
+                cache_memory_bytes: tcol_u64(r, 6),
+                cache_overflows: tcol_u64(r, 7),
                 ..Default::default()
             })
         })
@@ -318,6 +329,61 @@ mod tests {
         assert_eq!(split_hidden_name("x/t"), None);
         assert_eq!(split_hidden_name("x/t#i#zz"), None);
         assert_eq!(decode_innodb_name("a@zzzzb@"), "a@zzzzb@");
+    }
+
+    fn row(cells: &[Option<&str>]) -> TextRow {
+        cells.iter().map(|c| c.map(str::to_owned)).collect()
+    }
+
+    #[test]
+    fn hidden_table_rows() {
+        let rows = [
+            row(&[
+                Some("powerdiag_it/docs#i#01"),
+                Some("17792"),
+                Some("2276"),
+                Some("46137344"),
+            ]),
+            row(&[Some("x/t#i#01"), None, None, Some("65536")]),
+            row(&[Some("not-hidden"), Some("1"), Some("1"), None]),
+            row(&[None]),
+        ];
+        let got = parse_hidden_tables(&rows, 16384);
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (got[0].schema.as_str(), got[0].table.as_str()),
+            ("powerdiag_it", "docs")
+        );
+        assert_eq!(got[0].rows, Some(17792));
+        assert_eq!(got[0].hidden_table_bytes, Some(2276 * 16384));
+        assert_eq!(got[1].rows, None);
+        assert_eq!(
+            got[1].hidden_table_bytes,
+            Some(65536),
+            "falls back to the allocated size"
+        );
+    }
+
+    /// MariaDB 13.1's INFORMATION_SCHEMA.VECTOR_INDEXES, with the columns of its documentation.
+    /// Not verified against a running 13.1 server (none is packaged for Debian 12).
+    #[test]
+    fn vector_indexes_view_rows() {
+        let rows = [row(&[
+            Some("app"),
+            Some("docs"),
+            Some("e"),
+            Some("768"),
+            Some("197132288"),
+            Some("100000"),
+            Some("16000000"),
+            Some("4211"),
+        ])];
+        let got = parse_vector_indexes_view(&rows);
+        assert_eq!(got[0].dimensions, Some(768));
+        assert_eq!(got[0].rows, Some(100_000));
+        assert_eq!(got[0].cache_overflows, Some(4211));
+        assert_eq!(got[0].cache_memory_bytes, Some(16_000_000));
+        assert!(parse_vector_indexes_view(&[row(&[Some("app"), None])]).is_empty());
     }
 
     #[test]
