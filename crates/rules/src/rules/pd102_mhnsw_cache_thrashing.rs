@@ -158,7 +158,7 @@ impl Rule for MhnswCacheThrashing {
             judged += 1;
             let limit = f64::from(o.probe.limit.max(1));
             evidence.push(format!(
-                "{name}: {} cache rebuilds in {} queries after the first; {:.0} graph rows read per query (LIMIT {}, {:.0}×); {:.0} buffer-pool page reads per query",
+                "{name}: {} cache rebuilds in {} queries after the first; {:.0} graph rows read per query (LIMIT {}, {:.1}×); {:.0} buffer-pool page reads per query",
                 o.rebuilds, o.later, o.rnd_per_query, o.probe.limit, o.rnd_per_query / limit, o.bp_per_query
             ));
             evidence.push(format!(
