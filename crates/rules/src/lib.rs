@@ -7,6 +7,8 @@
 //! names the fact and the collector's reason.
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod props;
 mod report;
 mod rule;
 pub mod rules;

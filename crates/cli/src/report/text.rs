@@ -132,8 +132,12 @@ fn mariadb(o: &mut String, s: &Snapshot) {
                             ip.queries.iter().skip(1).map(|q| q.latency_us).collect();
                         lat.sort_unstable();
                         let med = lat.get(lat.len() / 2).copied().unwrap_or(0);
-                        let rebuilds: u64 =
-                            ip.queries.iter().skip(1).map(|q| q.handler_read_last).sum();
+                        let rebuilds = ip
+                            .queries
+                            .iter()
+                            .skip(1)
+                            .map(|q| q.handler_read_last)
+                            .fold(0u64, u64::saturating_add);
                         let first = ip.queries.first().map(|q| q.latency_us).unwrap_or(0);
                         let _ = write!(
                             o,

@@ -169,7 +169,8 @@ impl Rule for MhnswCacheThrashing {
                     .map(|r| format!(", repeated queries median {}", ms(r)))
                     .unwrap_or_default()
             ));
-            if o.rebuilds >= MIN_REBUILDS && o.rebuilds * MIN_REBUILD_EVERY >= o.later {
+            if o.rebuilds >= MIN_REBUILDS && o.rebuilds.saturating_mul(MIN_REBUILD_EVERY) >= o.later
+            {
                 thrashing.push(o);
             }
         }
@@ -184,10 +185,10 @@ impl Rule for MhnswCacheThrashing {
                 format_bytes(limit)
             ));
         }
-        let Some(worst) = thrashing
-            .iter()
-            .max_by(|a, b| (a.rebuilds * b.later).cmp(&(b.rebuilds * a.later)))
-        else {
+        let Some(worst) = thrashing.iter().max_by(|a, b| {
+            (u128::from(a.rebuilds) * u128::from(b.later))
+                .cmp(&(u128::from(b.rebuilds) * u128::from(a.later)))
+        }) else {
             let mut v = Verdict::pass(format!(
                 "no MHNSW cache thrashing: {} kept the graph cached",
                 plural(judged, "probed index", "probed indexes")
