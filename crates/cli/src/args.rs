@@ -83,6 +83,40 @@ pub(crate) struct DoctorArgs {
     /// Deadline for connecting and for each SQL statement, e.g. 5s, 500ms, 1m
     #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_timeout)]
     pub(crate) timeout: Duration,
+
+    /// How long to watch the host for rates (steal time, hardware counters of mariadbd); it
+    /// overlaps the probe. 0 skips the window: shares since boot, no counters
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_window)]
+    pub(crate) sample_window: Duration,
+
+    #[command(flatten)]
+    pub(crate) paths: PathArgs,
+}
+
+/// node_exporter's flags: read a recorded tree instead of the live system.
+#[derive(Debug, Args)]
+pub(crate) struct PathArgs {
+    /// procfs mount point
+    #[arg(long = "path.procfs", default_value = "/proc", value_name = "PATH")]
+    pub(crate) procfs: PathBuf,
+    /// sysfs mount point
+    #[arg(long = "path.sysfs", default_value = "/sys", value_name = "PATH")]
+    pub(crate) sysfs: PathBuf,
+    /// root of the host's file system (for the server's pid file and /etc)
+    #[arg(long = "path.rootfs", default_value = "/", value_name = "PATH")]
+    pub(crate) rootfs: PathBuf,
+}
+
+fn parse_window(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let d =
+        humantime::parse_duration(s.trim()).map_err(|e| format!("{e} (examples: 1s, 500ms, 0)"))?;
+    if d > Duration::from_secs(60) {
+        return Err("must be at most 1m".into());
+    }
+    Ok(d)
 }
 
 const PROBE_HELP: &str = "\

@@ -9,7 +9,12 @@ use powerdiag_agent::collect::{
 };
 use powerdiag_rules::{Severity, evaluate};
 
-use crate::{args::DoctorArgs, exit, progress::Bar, report};
+use crate::{
+    args::{DoctorArgs, PathArgs},
+    exit,
+    progress::Bar,
+    report,
+};
 
 pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
     let request = target_request(args)?;
@@ -24,6 +29,8 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
             }),
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
+        roots: roots(&args.paths)?,
+        sample_window: args.sample_window,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -37,6 +44,22 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
     let code = exit_code(checks.worst());
     report::doctor(&snapshot, &checks, code, args.format, args.color)?;
     Ok(code)
+}
+
+/// `--path.*`, each checked to be a directory before anything runs.
+pub(crate) fn roots(p: &PathArgs) -> Result<collect::os::Roots> {
+    for (flag, path) in [
+        ("--path.procfs", &p.procfs),
+        ("--path.sysfs", &p.sysfs),
+        ("--path.rootfs", &p.rootfs),
+    ] {
+        anyhow::ensure!(path.is_dir(), "{flag} {}: not a directory", path.display());
+    }
+    Ok(collect::os::Roots {
+        procfs: p.procfs.clone(),
+        sysfs: p.sysfs.clone(),
+        rootfs: p.rootfs.clone(),
+    })
 }
 
 pub(crate) fn exit_code(worst: Option<Severity>) -> u8 {

@@ -7,6 +7,7 @@
 //! names the fact and the collector's reason.
 #![forbid(unsafe_code)]
 
+mod os;
 #[cfg(test)]
 mod props;
 mod report;
@@ -18,6 +19,7 @@ mod value;
 mod var;
 mod version;
 
+pub use os::*;
 pub use report::{Check, Report, Status, evaluate, evaluate_with};
 pub use rule::{Rule, RuleMeta, Scope, Severity, Verdict};
 pub use rules::{RULES, find_rule};

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ServerVersion, StatusVar, Var, Verdict,
+    OsFacts, ServerVersion, StatusVar, Var, Verdict,
     value::{parse_bool, parse_u64},
 };
 
@@ -25,6 +25,9 @@ pub struct Snapshot {
     /// When collection started, RFC 3339 UTC (filled by the collector: rules read no clock).
     pub taken_at: Option<String>,
     pub host: Gathered<HostFacts>,
+    /// CPU, topology, pages, the mariadbd process, partition, counters.
+    #[serde(default = "os_not_collected")]
+    pub os: Gathered<OsFacts>,
     pub mariadb: MariadbSection,
     /// Every collector that ran, how long it took and whether it succeeded.
     #[serde(default)]
@@ -39,6 +42,7 @@ impl Snapshot {
             powerdiag_version: powerdiag_version.into(),
             taken_at: None,
             host: Gathered::Unavailable("host collector did not run".into()),
+            os: os_not_collected(),
             mariadb: MariadbSection::default(),
             collectors: Vec::new(),
         }
@@ -68,6 +72,21 @@ impl Snapshot {
         }
     }
 
+    /// The OS facts, or the verdict explaining their absence.
+    pub fn os(&self) -> Result<&OsFacts, Verdict> {
+        match &self.os {
+            Gathered::Available(o) => Ok(o),
+            Gathered::Unavailable(why) => Err(Verdict::insufficient(format!(
+                "OS facts unavailable: {why}"
+            ))),
+        }
+    }
+
+    /// True when the host is Linux (from the host facts).
+    pub fn is_os(&self, os: &str) -> Option<bool> {
+        self.host.as_ref().ok().map(|h| h.os == os)
+    }
+
     /// Host facts that describe the database's host too. A rule that combines server and host
     /// facts must not judge a remote server by the local machine.
     pub fn db_host(&self) -> Result<&HostFacts, Verdict> {
@@ -79,6 +98,10 @@ impl Snapshot {
             _ => Ok(host),
         }
     }
+}
+
+fn os_not_collected() -> Gathered<OsFacts> {
+    Gathered::Unavailable("OS collector did not run".into())
 }
 
 /// A part of the snapshot that was either collected or could not be, with the reason.

@@ -38,12 +38,17 @@ pub struct MariadbOutcome {
     pub statements: u32,
 }
 
+/// Called once the server's own facts are known (`None`: no server), before the vector
+/// indexes are listed and probed: the OS sample window starts here.
+pub type ConnectedHook<'a> = &'a mut (dyn FnMut(Option<&MariadbFacts>) + Send);
+
 /// Tries each candidate in order and collects from the first that answers.
 pub async fn collect(
     candidates: &[Candidate],
     opts: &MariadbOptions,
     local_hostname: Option<&str>,
     observer: &dyn ProbeObserver,
+    on_connected: ConnectedHook<'_>,
 ) -> MariadbOutcome {
     let mut out = MariadbOutcome {
         section: MariadbSection::default(),
@@ -81,6 +86,7 @@ pub async fn collect(
         });
         out.runs.push(run("mariadb", started, Some(&error.message)));
         out.section.error = Some(error);
+        on_connected(None);
         return out;
     };
     out.section.target = Some(candidate.display());
@@ -89,12 +95,14 @@ pub async fn collect(
     match server_facts(&mut s, candidate, local_hostname).await {
         Ok(mut facts) => {
             out.runs.push(run("mariadb", started, None));
+            on_connected(Some(&facts));
             collect_vectors(&mut s, &mut facts, opts, observer, &mut out.runs).await;
             out.section.facts = Some(facts);
         }
         Err(e) => {
             out.runs.push(run("mariadb", started, Some(&e.message)));
             out.section.error = Some(e);
+            on_connected(None);
         }
     }
     out.statements = s.statements;

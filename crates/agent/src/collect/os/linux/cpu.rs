@@ -1,0 +1,162 @@
+//! CPU: model, architecture, sockets/cores/threads, SMT, frequencies, governor, DSCR.
+
+use std::collections::BTreeSet;
+
+use powerdiag_rules::CpuFacts;
+use procfs::{CpuInfo, FromRead};
+
+use super::fs::{parse_cpu_list, read_trim, read_u64};
+use crate::collect::os::Roots;
+
+pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
+    let path = r.proc("cpuinfo");
+    let info = CpuInfo::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let online = read_trim(&r.sys("devices/system/cpu/online"))
+        .and_then(|s| parse_cpu_list(&s))
+        .unwrap_or_else(|_| (0..info.num_cores() as u32).collect());
+    let first = |key: &str| -> Option<String> {
+        // procfs keeps values shared by every CPU in `fields`, the rest per CPU.
+        info.get_field(0, key)
+            .or_else(|| info.fields.get(key).map(String::as_str))
+            .map(|s| s.trim().to_owned())
+    };
+    let power = first("cpu").is_some_and(|c| c.to_ascii_uppercase().starts_with("POWER"));
+    let architecture = if r.is_live() {
+        match std::env::consts::ARCH {
+            "powerpc64" if cfg!(target_endian = "little") => "ppc64le".to_owned(),
+            "powerpc64" => "ppc64".to_owned(),
+            other => other.to_owned(),
+        }
+    } else if power {
+        "ppc64le".to_owned()
+    } else if first("vendor_id").is_some() {
+        "x86_64".to_owned()
+    } else if first("CPU implementer").is_some() {
+        "aarch64".to_owned()
+    } else {
+        "unknown".to_owned()
+    };
+    let model = if power {
+        first("cpu")
+    } else {
+        first("model name").or_else(|| first("Hardware"))
+    };
+
+    let mut cpu = CpuFacts {
+        model,
+        architecture,
+        power,
+        threads: online.len() as u32,
+        ..Default::default()
+    };
+
+    // Topology: distinct packages and (package, core) pairs over the online CPUs.
+    let mut packages = BTreeSet::new();
+    let mut cores = BTreeSet::new();
+    for n in &online {
+        let t = r.sys(format!("devices/system/cpu/cpu{n}/topology"));
+        let pkg = read_u64(&t.join("physical_package_id")).ok();
+        let core = read_u64(&t.join("core_id")).ok();
+        if let (Some(p), Some(c)) = (pkg, core) {
+            packages.insert(p);
+            cores.insert((p, c));
+        }
+    }
+    if !cores.is_empty() {
+        cpu.sockets = Some(packages.len() as u32);
+        cpu.cores = Some(cores.len() as u32);
+        cpu.threads_per_core = Some((online.len() / cores.len()).max(1) as u32);
+    }
+    cpu.smt_control = read_trim(&r.sys("devices/system/cpu/smt/control")).ok();
+    cpu.smt_active = read_trim(&r.sys("devices/system/cpu/smt/active"))
+        .ok()
+        .map(|s| s == "1");
+
+    // Nominal frequency: POWER's cpuinfo clock (no cpufreq in an LPAR), else cpufreq.
+    let policy = first_policy(r);
+    let khz = |name: &str| {
+        policy
+            .as_ref()
+            .and_then(|p| read_u64(&p.join(name)).ok())
+            .map(|k| k as f64 / 1000.0)
+    };
+    if power && let Some(mhz) = first("clock").and_then(|c| parse_mhz(&c)) {
+        cpu.nominal_mhz = Some(mhz);
+        cpu.nominal_source = Some("/proc/cpuinfo clock".into());
+    }
+    if cpu.nominal_mhz.is_none() {
+        if let Some(b) = khz("base_frequency") {
+            cpu.nominal_mhz = Some(b);
+            cpu.nominal_source = Some("cpufreq base_frequency".into());
+        } else if let Some(m) = khz("cpuinfo_max_freq") {
+            cpu.nominal_mhz = Some(m);
+            cpu.nominal_source = Some("cpufreq cpuinfo_max_freq".into());
+        }
+    }
+    // Current frequency: the average over cpufreq policies, else cpuinfo's "cpu MHz".
+    let cur: Vec<f64> = policies(r)
+        .iter()
+        .filter_map(|p| read_u64(&p.join("scaling_cur_freq")).ok())
+        .map(|k| k as f64 / 1000.0)
+        .collect();
+    cpu.current_mhz = if cur.is_empty() {
+        // procfs keeps values shared by every CPU in `fields`: get_field looks in both.
+        let mhz: Vec<f64> = (0..info.num_cores())
+            .filter_map(|i| info.get_field(i, "cpu MHz"))
+            .filter_map(|v| v.trim().parse().ok())
+            .collect();
+        (!mhz.is_empty()).then(|| mhz.iter().sum::<f64>() / mhz.len() as f64)
+    } else {
+        Some(cur.iter().sum::<f64>() / cur.len() as f64)
+    };
+    cpu.governor = policy
+        .as_ref()
+        .and_then(|p| read_trim(&p.join("scaling_governor")).ok());
+    if power {
+        cpu.dscr_default = read_trim(&r.sys("devices/system/cpu/dscr_default"))
+            .ok()
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+    }
+    Ok(cpu)
+}
+
+/// `2750.000000MHz` → 2750.0.
+pub(super) fn parse_mhz(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().trim_end_matches("MHz").trim().parse().ok()?;
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+fn policies(r: &Roots) -> Vec<std::path::PathBuf> {
+    let dir = r.sys("devices/system/cpu/cpufreq");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("policy"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn first_policy(r: &Roots) -> Option<std::path::PathBuf> {
+    policies(r).into_iter().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mhz() {
+        assert_eq!(parse_mhz("2750.000000MHz"), Some(2750.0));
+        assert_eq!(parse_mhz("3690MHz"), Some(3690.0));
+        assert_eq!(parse_mhz("fast"), None);
+        assert_eq!(parse_mhz("-1MHz"), None);
+    }
+}

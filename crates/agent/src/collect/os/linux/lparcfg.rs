@@ -1,0 +1,138 @@
+//! `/proc/powerpc/lparcfg` (key names from the kernel's arch/powerpc/platforms/pseries/lparcfg.c)
+//! and `/proc/powerpc/vcpudispatch_stats`.
+
+use std::collections::HashMap;
+
+use powerdiag_rules::PartitionFacts;
+
+use super::fs::read;
+use crate::collect::os::Roots;
+
+pub(super) type Fields = HashMap<String, String>;
+
+/// `Ok(None)`: no lparcfg, so not a PowerVM partition.
+pub(super) fn read_fields(r: &Roots) -> Result<Option<Fields>, String> {
+    let path = r.proc("powerpc/lparcfg");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = read(&path)?;
+    let fields = parse(&text);
+    if !fields.contains_key("shared_processor_mode") {
+        return Err(format!(
+            "{}: no shared_processor_mode line; not an lparcfg file?",
+            path.display()
+        ));
+    }
+    Ok(Some(fields))
+}
+
+/// `key=value` lines; the first line (`lparcfg 1.9`) and anything else without `=` is skipped.
+pub(super) fn parse(text: &str) -> Fields {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+fn num<T: std::str::FromStr>(f: &Fields, key: &str) -> Option<T> {
+    f.get(key).and_then(|v| v.parse().ok())
+}
+
+/// Facts from one lparcfg read, with counters as deltas from `earlier` when given (a window),
+/// else since boot.
+pub(super) fn facts(now: &Fields, earlier: Option<&Fields>, window_secs: f64) -> PartitionFacts {
+    let counter = |key: &str| -> Option<u64> {
+        let b: u64 = num(now, key)?;
+        match earlier.and_then(|e| num::<u64>(e, key)) {
+            Some(a) => Some(b.saturating_sub(a)),
+            None => Some(b),
+        }
+    };
+    PartitionFacts {
+        shared: num::<u32>(now, "shared_processor_mode") == Some(1),
+        capped: num::<u32>(now, "capped") == Some(1),
+        donating: num::<u32>(now, "DedDonMode") == Some(1),
+        entitled_capacity: num::<f64>(now, "partition_entitled_capacity").map(|c| c / 100.0),
+        online_vcpus: num(now, "partition_active_processors"),
+        max_vcpus: num(now, "partition_potential_processors"),
+        smt_threads: None,
+        pool_id: num(now, "pool"),
+        pool_cpus: num::<f64>(now, "pool_num_procs")
+            .or_else(|| num::<f64>(now, "pool_capacity").map(|c| c / 100.0)),
+        counters_basis: Some(if earlier.is_some() {
+            format!("window {window_secs:.2} s")
+        } else {
+            "since boot".into()
+        }),
+        dispatches: counter("dispatches"),
+        dispatch_dispersions: counter("dispatch_dispersions"),
+        involuntary_vcsw: None,
+        voluntary_vcsw: None,
+        phantom_interrupts: None,
+        far_dispatches: None,
+    }
+}
+
+/// Sum of the "distant node" column of `vcpudispatch_stats` (lines `cpuN total same-cpu
+/// same-chip other-chip other-socket home-node neighbour-node distant-node`). `None` when the
+/// statistics are not enabled.
+pub(super) fn far_dispatches(r: &Roots) -> Option<u64> {
+    let text = read(&r.proc("powerpc/vcpudispatch_stats")).ok()?;
+    let mut any = false;
+    let mut far: u64 = 0;
+    for line in text.lines().filter(|l| l.starts_with("cpu")) {
+        let cols: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|c| c.parse().ok())
+            .collect();
+        if cols.len() == 8 {
+            any = true;
+            far = far.saturating_add(cols[7]);
+        }
+    }
+    any.then_some(far)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHARED: &str = "lparcfg 1.9\nserial_number=IBM,0221234\nsystem_type=IBM,9009-42A\npartition_id=7\n\
+        partition_entitled_capacity=300\nDedDonMode=0\npool=0\npool_capacity=2400\npool_num_procs=24\n\
+        capped=0\ndispatches=1000000\ndispatch_dispersions=300000\npartition_active_processors=12\n\
+        partition_potential_processors=16\nshared_processor_mode=1\n";
+
+    #[test]
+    fn shared_uncapped() {
+        let f = facts(&parse(SHARED), None, 0.0);
+        assert!(f.shared && !f.capped && !f.donating);
+        assert_eq!(f.entitled_capacity, Some(3.0));
+        assert_eq!(f.online_vcpus, Some(12));
+        assert_eq!(f.pool_cpus, Some(24.0));
+        assert_eq!(f.counters_basis.as_deref(), Some("since boot"));
+        assert_eq!(f.dispatch_dispersions, Some(300_000));
+    }
+
+    #[test]
+    fn deltas_over_a_window() {
+        let a = parse(SHARED);
+        let b = parse(&SHARED.replace("dispatches=1000000", "dispatches=1000500"));
+        let f = facts(&b, Some(&a), 1.0);
+        assert_eq!(f.dispatches, Some(500));
+        assert_eq!(f.dispatch_dispersions, Some(0));
+    }
+
+    #[test]
+    fn dedicated_donating_and_garbage() {
+        let f = facts(
+            &parse("shared_processor_mode=0\ncapped=1\nDedDonMode=1\n"),
+            None,
+            0.0,
+        );
+        assert!(!f.shared && f.donating);
+        let f = facts(&parse("shared_processor_mode=x\n=\n\u{0}==\n"), None, 0.0);
+        assert!(!f.shared && f.entitled_capacity.is_none());
+    }
+}

@@ -1,0 +1,95 @@
+//! `/proc/stat`: CPU time shares (steal, busy) over the window, or since boot for a tree.
+
+use powerdiag_rules::CpuTime;
+
+use super::fs::read;
+use crate::collect::os::Roots;
+
+/// Aggregate CPU ticks from the `cpu` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Ticks {
+    total: u64,
+    idle: u64,
+    steal: u64,
+}
+
+pub(super) fn read_ticks(r: &Roots) -> Result<Ticks, String> {
+    let path = r.proc("stat");
+    parse(&read(&path)?)
+        .ok_or_else(|| format!("{}: no well-formed aggregate `cpu` line", path.display()))
+}
+
+/// Parses the first `cpu ` line: user nice system idle iowait irq softirq steal [guest guest_nice].
+/// guest time is already inside user, so it is not added again.
+pub(super) fn parse(text: &str) -> Option<Ticks> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 4 {
+        return None;
+    }
+    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    let total = v.iter().take(8).fold(0u64, |a, b| a.saturating_add(*b));
+    Some(Ticks {
+        total,
+        idle: get(3).saturating_add(get(4)),
+        steal: get(7),
+    })
+}
+
+pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
+    let (basis, d) = match a {
+        Some(a) if b.total > a.total => (
+            format!("window {window_secs:.2} s"),
+            Ticks {
+                total: b.total - a.total,
+                idle: b.idle.saturating_sub(a.idle),
+                steal: b.steal.saturating_sub(a.steal),
+            },
+        ),
+        _ => ("since boot".to_owned(), b),
+    };
+    if d.total == 0 {
+        return CpuTime {
+            basis,
+            steal_share: None,
+            busy_share: None,
+        };
+    }
+    let t = d.total as f64;
+    CpuTime {
+        basis,
+        steal_share: Some(d.steal as f64 / t),
+        busy_share: Some(1.0 - (d.idle.saturating_add(d.steal)) as f64 / t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steal_over_a_window_and_since_boot() {
+        let a = parse("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3 4\n").unwrap();
+        let b = parse("cpu  160 0 70 900 10 0 0 60 5 0\n").unwrap();
+        let w = shares(Some(a), b, 1.0);
+        assert_eq!(w.basis, "window 1.00 s");
+        assert!((w.steal_share.unwrap() - 20.0 / 200.0).abs() < 1e-9);
+        let boot = shares(None, b, 0.0);
+        assert_eq!(boot.basis, "since boot");
+        assert!((boot.steal_share.unwrap() - 60.0 / 1200.0).abs() < 1e-9);
+        // No time passed: fall back to since boot.
+        assert_eq!(shares(Some(b), b, 0.1).basis, "since boot");
+    }
+
+    #[test]
+    fn malformed() {
+        assert_eq!(parse(""), None);
+        assert_eq!(parse("cpu  1 2 x 4"), None);
+        assert_eq!(parse("cpu  1 2"), None);
+        assert!(parse(&format!("cpu  {} {} 0 0", u64::MAX, u64::MAX)).is_some());
+    }
+}

@@ -1,0 +1,233 @@
+//! Operating-system facts: CPU, topology, memory pages, the mariadbd process, partition and
+//! hardware counters. Filled by the Linux collector (procfs/sysfs/perf) and the AIX collector
+//! (libperfstat); every section is gathered independently, so a malformed source loses only its
+//! own facts, with the reason.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Gathered, Verdict};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OsFacts {
+    /// Where the facts were read: `live`, or the recorded tree (`--path.procfs` etc.).
+    pub source: String,
+    pub cpu: Gathered<CpuFacts>,
+    pub topology: Gathered<Topology>,
+    pub memory: Gathered<MemoryFacts>,
+    /// The mariadbd process; `Unavailable` when it was not found.
+    pub process: Gathered<ProcessFacts>,
+    /// CPU time shares (steal) over the sample window or since boot.
+    pub cpu_time: Gathered<CpuTime>,
+    /// `Available(None)`: not a partitioned (PowerVM) machine.
+    pub partition: Gathered<Option<PartitionFacts>>,
+    pub counters: Gathered<PerfCounters>,
+}
+
+impl OsFacts {
+    /// Every section unavailable for the same reason.
+    pub fn unavailable(source: &str, why: &str) -> OsFacts {
+        let u = || why.to_owned();
+        OsFacts {
+            source: source.to_owned(),
+            cpu: Gathered::Unavailable(u()),
+            topology: Gathered::Unavailable(u()),
+            memory: Gathered::Unavailable(u()),
+            process: Gathered::Unavailable(u()),
+            cpu_time: Gathered::Unavailable(u()),
+            partition: Gathered::Unavailable(u()),
+            counters: Gathered::Unavailable(u()),
+        }
+    }
+}
+
+/// A gathered section or the `insufficient_data` verdict naming it.
+pub fn section<'a, T>(g: &'a Gathered<T>, what: &str) -> Result<&'a T, Verdict> {
+    match g {
+        Gathered::Available(v) => Ok(v),
+        Gathered::Unavailable(why) => {
+            Err(Verdict::insufficient(format!("{what} unavailable: {why}")))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuFacts {
+    pub model: Option<String>,
+    /// `x86_64`, `aarch64`, `ppc64le`, `ppc64`.
+    pub architecture: String,
+    /// True on IBM POWER (any endianness).
+    pub power: bool,
+    pub sockets: Option<u32>,
+    pub cores: Option<u32>,
+    /// Online logical CPUs.
+    pub threads: u32,
+    pub threads_per_core: Option<u32>,
+    /// `/sys/devices/system/cpu/smt/control` (`on`, `off`, `forceoff`, `notsupported`,
+    /// `notimplemented`) or the AIX SMT mode (`smt4`).
+    pub smt_control: Option<String>,
+    pub smt_active: Option<bool>,
+    /// Nominal (rated) frequency: `/proc/cpuinfo` clock on POWER, cpufreq base or max elsewhere.
+    pub nominal_mhz: Option<f64>,
+    pub nominal_source: Option<String>,
+    /// Average current frequency (cpufreq `scaling_cur_freq`, or cpuinfo `cpu MHz`).
+    pub current_mhz: Option<f64>,
+    /// Effective frequency over the window (SPURR/PURR × nominal on POWER).
+    pub effective_mhz: Option<f64>,
+    pub effective_source: Option<String>,
+    /// Share of CPU time busy over the window: frequency verdicts need load.
+    pub busy_share: Option<f64>,
+    pub governor: Option<String>,
+    /// POWER Data Stream Control Register default (`dscr_default`).
+    pub dscr_default: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Distinct caches (one per shared CPU set), all levels.
+    pub caches: Vec<Cache>,
+    /// Total L3 (last-level) cache over the CPUs mariadbd may run on.
+    pub l3_total_bytes: Option<u64>,
+    /// The CPU list that total covers (mariadbd's affinity, else all online CPUs).
+    pub l3_cpus: Option<String>,
+    pub numa_nodes: Vec<NumaNode>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cache {
+    pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    pub kind: String,
+    pub size_bytes: u64,
+    pub shared_cpu_list: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NumaNode {
+    pub id: u32,
+    pub cpu_list: String,
+    pub cpus: u32,
+    pub memory_total_bytes: u64,
+    pub memory_free_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFacts {
+    pub base_page_bytes: Option<u64>,
+    /// Transparent huge pages: the bracketed choice of `enabled` and `defrag`.
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+    /// HugeTLB pool (`/proc/meminfo`).
+    pub hugepages_total: Option<u64>,
+    pub hugepages_free: Option<u64>,
+    pub hugepage_bytes: Option<u64>,
+    /// Page sizes the system supports, bytes (AIX: 4K, 64K, 16M, 16G).
+    pub page_sizes: Vec<u64>,
+}
+
+/// Which allocator the process has mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocator {
+    Jemalloc,
+    Tcmalloc,
+    Mimalloc,
+    /// No known allocator library mapped: the C library's malloc.
+    Libc,
+}
+
+/// Which compiler built mariadbd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compiler {
+    Gcc,
+    OpenXl,
+    Other,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessFacts {
+    pub pid: u32,
+    pub name: String,
+    /// How it was found: `pid_file` or `process name`.
+    pub found_by: String,
+    pub rss_bytes: Option<u64>,
+    /// Anonymous memory backed by transparent huge pages.
+    pub anon_huge_bytes: Option<u64>,
+    /// Page sizes of its mappings, bytes: `KernelPageSize` / `MMUPageSize` values seen (Linux).
+    pub kernel_page_sizes: Vec<u64>,
+    pub mmu_page_sizes: Vec<u64>,
+    /// AIX: data, text and stack page sizes (`getprocs64`), bytes.
+    pub data_page_bytes: Option<u64>,
+    pub text_page_bytes: Option<u64>,
+    pub stack_page_bytes: Option<u64>,
+    /// AIX: `LDR_CNTRL` from its environment; `Some("")` = read, absent.
+    pub ldr_cntrl: Option<String>,
+    pub allocator: Option<Allocator>,
+    /// The library that identified the allocator, e.g. `libjemalloc.so.2`.
+    pub allocator_evidence: Option<String>,
+    pub compiler: Option<Compiler>,
+    pub compiler_evidence: Option<String>,
+    /// CPUs it may run on.
+    pub affinity: Option<String>,
+    pub affinity_cpus: Option<u32>,
+    pub threads: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTime {
+    /// `window 1.00 s` or `since boot`.
+    pub basis: String,
+    pub steal_share: Option<f64>,
+    pub busy_share: Option<f64>,
+}
+
+/// A PowerVM logical partition.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartitionFacts {
+    /// Shared-processor partition (else dedicated).
+    pub shared: bool,
+    pub capped: bool,
+    /// Dedicated partition donating idle cycles (`DedDonMode=1`, perfstat `donate_enabled`).
+    pub donating: bool,
+    /// Entitled capacity in processor units (e.g. 1.2).
+    pub entitled_capacity: Option<f64>,
+    pub online_vcpus: Option<u32>,
+    pub max_vcpus: Option<u32>,
+    pub smt_threads: Option<u32>,
+    pub pool_id: Option<u32>,
+    pub pool_cpus: Option<f64>,
+    /// Basis of the dispatch counters below: `window 1.00 s` or `since boot`.
+    pub counters_basis: Option<String>,
+    pub dispatches: Option<u64>,
+    pub dispatch_dispersions: Option<u64>,
+    pub involuntary_vcsw: Option<u64>,
+    pub voluntary_vcsw: Option<u64>,
+    pub phantom_interrupts: Option<u64>,
+    /// Far redispatches (other chip/socket/node) from `vcpudispatch_stats`, when enabled.
+    pub far_dispatches: Option<u64>,
+}
+
+/// Hardware and software counters for mariadbd's threads over the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerfCounters {
+    pub window_seconds: f64,
+    /// What was counted, e.g. `mariadbd pid 1234, 45 threads`.
+    pub target: String,
+    pub events: Vec<PerfEvent>,
+}
+
+impl PerfCounters {
+    pub fn event(&self, name: &str) -> Option<&PerfEvent> {
+        self.events.iter().find(|e| e.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerfEvent {
+    /// `instructions`, `cycles`, `dTLB-load-misses`, `iTLB-load-misses`,
+    /// `stalled-cycles-backend`, `context-switches`, `page-faults`, `cpu-migrations`.
+    pub name: String,
+    pub value: Option<u64>,
+    /// Why there is no value, in words a user can act on.
+    pub unavailable: Option<String>,
+}
