@@ -231,3 +231,61 @@ pub struct PerfEvent {
     /// Why there is no value, in words a user can act on.
     pub unavailable: Option<String>,
 }
+
+impl crate::Snapshot {
+    pub fn cpu(&self) -> Result<&CpuFacts, Verdict> {
+        section(&self.os()?.cpu, "CPU facts")
+    }
+    pub fn topology(&self) -> Result<&Topology, Verdict> {
+        section(&self.os()?.topology, "cache and NUMA topology")
+    }
+    pub fn memory(&self) -> Result<&MemoryFacts, Verdict> {
+        section(&self.os()?.memory, "memory page facts")
+    }
+    pub fn process(&self) -> Result<&ProcessFacts, Verdict> {
+        section(&self.os()?.process, "the mariadbd process")
+    }
+    pub fn cpu_time(&self) -> Result<&CpuTime, Verdict> {
+        section(&self.os()?.cpu_time, "CPU time (steal)")
+    }
+    pub fn counters(&self) -> Result<&PerfCounters, Verdict> {
+        section(&self.os()?.counters, "hardware counters")
+    }
+    /// The PowerVM partition, or `not_applicable` when the host is not one.
+    pub fn partition(&self) -> Result<&PartitionFacts, Verdict> {
+        match section(&self.os()?.partition, "partition (lparcfg / perfstat)")? {
+            Some(p) => Ok(p),
+            None => Err(Verdict::not_applicable("not a PowerVM logical partition")),
+        }
+    }
+    /// `not_applicable` unless the host runs `os` (`linux`, `aix`).
+    pub fn require_os(&self, os: &str) -> Result<(), Verdict> {
+        match self.host.as_ref() {
+            Ok(h) if h.os == os => Ok(()),
+            Ok(h) => Err(Verdict::not_applicable(format!(
+                "applies to {os}; this host runs {}",
+                h.os
+            ))),
+            Err(why) => Err(Verdict::insufficient(format!(
+                "host facts unavailable: {why}"
+            ))),
+        }
+    }
+    /// `not_applicable` unless the CPU is IBM POWER.
+    pub fn require_power(&self) -> Result<&CpuFacts, Verdict> {
+        let cpu = self.cpu()?;
+        if cpu.power {
+            Ok(cpu)
+        } else {
+            Err(Verdict::not_applicable(format!(
+                "applies to IBM POWER; this CPU is {}",
+                cpu.architecture
+            )))
+        }
+    }
+}
+
+/// `0.123` → `12.3%`.
+pub(crate) fn pct(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}

@@ -1,8 +1,9 @@
 //! [`SnapshotBuilder`]: concise snapshots for rule tests, here and in the other crates.
 
 use crate::{
-    DbError, DbErrorKind, Gathered, HostFacts, MariadbFacts, MariadbSection, Probe, SCHEMA_VERSION,
-    ServerVersion, Snapshot, StatusVar, Var, VectorIndex,
+    Allocator, Cache, CpuFacts, CpuTime, DbError, DbErrorKind, Gathered, HostFacts, MariadbFacts,
+    MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters, PerfEvent, Probe, ProcessFacts,
+    SCHEMA_VERSION, ServerVersion, Snapshot, StatusVar, Topology, Var, VectorIndex,
 };
 
 /// Builds a [`Snapshot`]: a Linux x86-64 host with 8 threads and 16 GiB, and (with
@@ -35,6 +36,7 @@ impl SnapshotBuilder {
             memory_available_bytes: Some(8 << 30),
             page_size_bytes: Some(4096),
         });
+        snapshot.os = Gathered::Available(linux_os());
         snapshot.mariadb.error = Some(DbError {
             kind: DbErrorKind::ConnectionRefused,
             message: "connection refused at 127.0.0.1:3306".into(),
@@ -142,6 +144,14 @@ impl SnapshotBuilder {
         self
     }
 
+    /// Edits the OS facts (a healthy 8-thread x86-64 Linux host by default, see [`linux_os`]).
+    pub fn os(mut self, edit: impl FnOnce(&mut OsFacts)) -> SnapshotBuilder {
+        if let Gathered::Available(o) = &mut self.snapshot.os {
+            edit(o);
+        }
+        self
+    }
+
     pub fn host_unavailable(mut self, why: &str) -> SnapshotBuilder {
         self.snapshot.host = Gathered::Unavailable(why.to_owned());
         self
@@ -173,5 +183,143 @@ pub fn big_vector_index() -> VectorIndex {
         hidden_table_bytes: Some(2276 * 16384),
         cache_overflows: None,
         cache_memory_bytes: None,
+    }
+}
+
+/// A healthy x86-64 Linux host: 1 socket, 4 cores, SMT2, 32 MiB L3, one NUMA node, THP madvise,
+/// mariadbd with 2 GiB resident and jemalloc, no steal, not a partition, counters unavailable.
+pub fn linux_os() -> OsFacts {
+    OsFacts {
+        source: "live".into(),
+        cpu: Gathered::Available(CpuFacts {
+            model: Some("Intel(R) Xeon(R) Gold 6230".into()),
+            architecture: "x86_64".into(),
+            power: false,
+            sockets: Some(1),
+            cores: Some(4),
+            threads: 8,
+            threads_per_core: Some(2),
+            smt_control: Some("on".into()),
+            smt_active: Some(true),
+            nominal_mhz: Some(2100.0),
+            nominal_source: Some("cpufreq base_frequency".into()),
+            current_mhz: Some(2800.0),
+            busy_share: Some(0.7),
+            governor: Some("performance".into()),
+            ..Default::default()
+        }),
+        topology: Gathered::Available(Topology {
+            caches: vec![Cache {
+                level: 3,
+                kind: "Unified".into(),
+                size_bytes: 32 << 20,
+                shared_cpu_list: "0-7".into(),
+            }],
+            l3_total_bytes: Some(32 << 20),
+            l3_cpus: Some("0-7".into()),
+            numa_nodes: vec![NumaNode {
+                id: 0,
+                cpu_list: "0-7".into(),
+                cpus: 8,
+                memory_total_bytes: 16 << 30,
+                memory_free_bytes: None,
+            }],
+        }),
+        memory: Gathered::Available(MemoryFacts {
+            base_page_bytes: Some(4096),
+            thp_enabled: Some("madvise".into()),
+            thp_defrag: Some("madvise".into()),
+            hugepages_total: Some(0),
+            hugepages_free: Some(0),
+            hugepage_bytes: Some(2 << 20),
+            page_sizes: vec![4096, 2 << 20],
+        }),
+        process: Gathered::Available(ProcessFacts {
+            pid: 4242,
+            name: "mariadbd".into(),
+            found_by: "pid_file".into(),
+            rss_bytes: Some(2 << 30),
+            anon_huge_bytes: Some(1 << 30),
+            kernel_page_sizes: vec![4096],
+            mmu_page_sizes: vec![4096],
+            allocator: Some(Allocator::Jemalloc),
+            allocator_evidence: Some("libjemalloc.so.2".into()),
+            affinity: Some("0-7".into()),
+            affinity_cpus: Some(8),
+            threads: Some(40),
+            ..Default::default()
+        }),
+        cpu_time: Gathered::Available(CpuTime {
+            basis: "window 1.00 s".into(),
+            steal_share: Some(0.0),
+            busy_share: Some(0.7),
+        }),
+        partition: Gathered::Available(None),
+        counters: Gathered::Available(PerfCounters {
+            window_seconds: 1.0,
+            target: "mariadbd pid 4242, 40 threads".into(),
+            events: ["instructions", "dTLB-load-misses"]
+                .iter()
+                .map(|n| PerfEvent {
+                    name: (*n).into(),
+                    value: None,
+                    unavailable: Some(
+                        "unavailable: no PMU for this event (perf_event_open ENOENT)".into(),
+                    ),
+                })
+                .collect(),
+        }),
+    }
+}
+
+/// A POWER9 CPU at 2750 MHz nominal with `threads` logical CPUs, SMT `smt`.
+pub fn power9_cpu(threads: u32, smt: u32) -> CpuFacts {
+    CpuFacts {
+        model: Some("POWER9 (architected), altivec supported".into()),
+        architecture: "ppc64le".into(),
+        power: true,
+        sockets: Some(1),
+        cores: Some(threads / smt.max(1)),
+        threads,
+        threads_per_core: Some(smt),
+        smt_control: Some(if smt > 1 { "on" } else { "off" }.into()),
+        smt_active: Some(smt > 1),
+        nominal_mhz: Some(2750.0),
+        nominal_source: Some("/proc/cpuinfo clock".into()),
+        busy_share: Some(0.6),
+        dscr_default: Some(0),
+        ..Default::default()
+    }
+}
+
+/// A PowerVM partition.
+pub fn lpar(
+    shared: bool,
+    capped: bool,
+    donating: bool,
+    entitled: f64,
+    vcpus: u32,
+) -> crate::PartitionFacts {
+    crate::PartitionFacts {
+        shared,
+        capped,
+        donating,
+        entitled_capacity: Some(entitled),
+        online_vcpus: Some(vcpus),
+        max_vcpus: Some(vcpus),
+        smt_threads: Some(8),
+        counters_basis: Some("since boot".into()),
+        dispatches: Some(1_000_000),
+        dispatch_dispersions: Some(10_000),
+        ..Default::default()
+    }
+}
+
+/// The field report's POWER9 S924 shapes as OS facts on a Linux LPAR.
+pub fn on_power_lpar(o: &mut OsFacts, p: crate::PartitionFacts, threads: u32, smt: u32) {
+    o.cpu = Gathered::Available(power9_cpu(threads, smt));
+    o.partition = Gathered::Available(Some(p));
+    if let Gathered::Available(m) = &mut o.memory {
+        m.base_page_bytes = Some(65536);
     }
 }

@@ -8,6 +8,7 @@ use super::secs;
 pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
     let mut o = String::new();
     header(&mut o, s);
+    os(&mut o, s);
     mariadb(&mut o, s);
     let findings = r.findings();
     let _ = writeln!(o);
@@ -96,6 +97,159 @@ fn header(o: &mut String, s: &Snapshot) {
         }
         Err(why) => {
             let _ = writeln!(o, " — host facts unavailable: {why}");
+        }
+    }
+}
+
+fn os(o: &mut String, s: &Snapshot) {
+    let Ok(f) = s.os.as_ref() else { return };
+    let na = |why: &str| format!("unavailable ({why})");
+    let cpu = match f.cpu.as_ref() {
+        Ok(c) => {
+            let mut line = c.model.clone().unwrap_or_else(|| c.architecture.clone());
+            if let (Some(sk), Some(co), Some(t)) = (c.sockets, c.cores, c.threads_per_core) {
+                line += &format!(", {sk} socket(s) × {} cores × {t} threads", co / sk.max(1));
+            }
+            if let Some(smt) = &c.smt_control {
+                line += &format!(", SMT {smt}");
+            }
+            match (c.current_mhz.or(c.effective_mhz), c.nominal_mhz) {
+                (Some(cur), Some(nom)) => line += &format!(", {cur:.0} MHz (nominal {nom:.0})"),
+                (Some(cur), None) => line += &format!(", {cur:.0} MHz"),
+                (None, Some(nom)) => line += &format!(", nominal {nom:.0} MHz"),
+                (None, None) => {}
+            }
+            line
+        }
+        Err(why) => na(why),
+    };
+    let _ = writeln!(o, "  cpu: {cpu}");
+    match f.topology.as_ref() {
+        Ok(t) => {
+            let l3 = t
+                .l3_total_bytes
+                .map(format_bytes)
+                .unwrap_or_else(|| "none".into());
+            let _ = writeln!(
+                o,
+                "  topology: L3 {l3} over CPUs {}, {} NUMA node(s)",
+                t.l3_cpus.as_deref().unwrap_or("?"),
+                t.numa_nodes.len().max(1)
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(o, "  topology: {}", na(why));
+        }
+    }
+    if let Ok(m) = f.memory.as_ref() {
+        let _ = writeln!(
+            o,
+            "  memory: {} pages, THP {} (defrag {}), HugeTLB pool {}",
+            m.base_page_bytes
+                .map(format_bytes)
+                .unwrap_or_else(|| "?".into()),
+            m.thp_enabled.as_deref().unwrap_or("?"),
+            m.thp_defrag.as_deref().unwrap_or("?"),
+            m.hugepages_total.unwrap_or(0)
+        );
+    }
+    match f.process.as_ref() {
+        Ok(p) => {
+            let pages: Vec<String> = p
+                .kernel_page_sizes
+                .iter()
+                .map(|b| format_bytes(*b))
+                .collect();
+            let _ = writeln!(
+                o,
+                "  {} pid {} (from {}): {} resident, {} in huge pages, pages {}, allocator {}, CPUs {}",
+                p.name,
+                p.pid,
+                p.found_by,
+                p.rss_bytes.map(format_bytes).unwrap_or_else(|| "?".into()),
+                p.anon_huge_bytes
+                    .map(format_bytes)
+                    .unwrap_or_else(|| "?".into()),
+                if pages.is_empty() {
+                    "?".into()
+                } else {
+                    pages.join("/")
+                },
+                p.allocator
+                    .map(|a| format!("{a:?}").to_ascii_lowercase())
+                    .unwrap_or_else(|| "?".into()),
+                p.affinity.as_deref().unwrap_or("?")
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(o, "  mariadbd: {}", na(why));
+        }
+    }
+    if let Ok(t) = f.cpu_time.as_ref() {
+        let share = |x: Option<f64>| {
+            x.map(|v| format!("{:.1}%", v * 100.0))
+                .unwrap_or_else(|| "?".into())
+        };
+        let _ = writeln!(
+            o,
+            "  cpu time: steal {}, busy {} ({})",
+            share(t.steal_share),
+            share(t.busy_share),
+            t.basis
+        );
+    }
+    match f.partition.as_ref() {
+        Ok(Some(p)) => {
+            let _ = writeln!(
+                o,
+                "  partition: {} {}{}, entitlement {}, {} virtual processors",
+                if p.shared { "shared" } else { "dedicated" },
+                if p.capped { "capped" } else { "uncapped" },
+                if p.donating { ", DONATING" } else { "" },
+                p.entitled_capacity
+                    .map(|e| format!("{e:.2}"))
+                    .unwrap_or_else(|| "?".into()),
+                p.online_vcpus
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "?".into())
+            );
+        }
+        Ok(None) => {}
+        Err(why) => {
+            let _ = writeln!(o, "  partition: {}", na(why));
+        }
+    }
+    match f.counters.as_ref() {
+        Ok(c) if !c.events.is_empty() => {
+            let counted: Vec<String> = c
+                .events
+                .iter()
+                .filter_map(|e| e.value.map(|v| format!("{} {v}", e.name)))
+                .collect();
+            let missing: Vec<&str> = c
+                .events
+                .iter()
+                .filter(|e| e.value.is_none())
+                .map(|e| e.name.as_str())
+                .collect();
+            let _ = write!(
+                o,
+                "  counters over {:.2} s: {}",
+                c.window_seconds,
+                if counted.is_empty() {
+                    "none".into()
+                } else {
+                    counted.join(", ")
+                }
+            );
+            if let Some(why) = c.events.iter().find_map(|e| e.unavailable.as_deref()) {
+                let _ = write!(o, "; {} {why}", missing.join(", "));
+            }
+            let _ = writeln!(o);
+        }
+        Ok(_) => {}
+        Err(why) => {
+            let _ = writeln!(o, "  counters: {why}");
         }
     }
 }

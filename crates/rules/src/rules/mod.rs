@@ -10,6 +10,18 @@ mod pd201_innodb_checksum_software;
 mod pd202_mariadb_old_write_scalability;
 mod pd203_innodb_native_aio_off;
 mod pd204_performance_schema_off;
+mod pd302_small_pages_linux;
+mod pd303_tlb_miss_rate_high;
+pub(crate) mod pd401_lpar_donating_mode;
+mod pd402_lpar_dedicated_capped_latency;
+mod pd403_hypervisor_preemption;
+mod pd404_cpu_frequency_throttled;
+mod pd405_smt_disabled;
+mod pd406_dscr_default;
+mod pd407_entitlement_low_per_vcpu;
+mod pd501_numa_memoryless_nodes;
+mod pd502_working_set_exceeds_l3;
+mod pd602_allocator_default;
 
 pub use mhnsw::{GraphEstimate, estimate_graph_bytes};
 pub use pd101_mhnsw_cache_undersized::MhnswCacheUndersized;
@@ -19,6 +31,18 @@ pub use pd201_innodb_checksum_software::InnodbChecksumSoftware;
 pub use pd202_mariadb_old_write_scalability::MariadbOldWriteScalability;
 pub use pd203_innodb_native_aio_off::InnodbNativeAioOff;
 pub use pd204_performance_schema_off::PerformanceSchemaOff;
+pub use pd302_small_pages_linux::SmallPagesLinux;
+pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
+pub use pd401_lpar_donating_mode::LparDonatingMode;
+pub use pd402_lpar_dedicated_capped_latency::LparDedicatedCappedLatency;
+pub use pd403_hypervisor_preemption::HypervisorPreemption;
+pub use pd404_cpu_frequency_throttled::CpuFrequencyThrottled;
+pub use pd405_smt_disabled::SmtDisabled;
+pub use pd406_dscr_default::DscrDefault;
+pub use pd407_entitlement_low_per_vcpu::EntitlementLowPerVcpu;
+pub use pd501_numa_memoryless_nodes::NumaMemorylessNodes;
+pub use pd502_working_set_exceeds_l3::WorkingSetExceedsL3;
+pub use pd602_allocator_default::AllocatorDefault;
 
 /// Every rule, in code order.
 pub static RULES: &[&dyn Rule] = &[
@@ -29,6 +53,18 @@ pub static RULES: &[&dyn Rule] = &[
     &MariadbOldWriteScalability,
     &InnodbNativeAioOff,
     &PerformanceSchemaOff,
+    &SmallPagesLinux,
+    &TlbMissRateHigh,
+    &LparDonatingMode,
+    &LparDedicatedCappedLatency,
+    &HypervisorPreemption,
+    &CpuFrequencyThrottled,
+    &SmtDisabled,
+    &DscrDefault,
+    &EntitlementLowPerVcpu,
+    &NumaMemorylessNodes,
+    &WorkingSetExceedsL3,
+    &AllocatorDefault,
 ];
 
 /// Finds a rule by code (`PD101`, case-insensitive) or name (`mhnsw-cache-undersized`).
@@ -136,6 +172,7 @@ mod registry_tests {
             .host_unavailable("not collected")
             .build();
         s.mariadb = Default::default();
+        s.os = crate::Gathered::Unavailable("not collected".into());
         for c in crate::evaluate(&s).checks {
             assert_ne!(c.status, Status::Pass, "{} passed with no facts", c.code);
             assert_ne!(c.status, Status::Fail, "{} failed with no facts", c.code);
@@ -153,6 +190,18 @@ mod registry_tests {
             ("PD202", Severity::Warning),
             ("PD203", Severity::Info),
             ("PD204", Severity::Info),
+            ("PD302", Severity::Warning),
+            ("PD303", Severity::Warning),
+            ("PD401", Severity::Critical),
+            ("PD402", Severity::Info),
+            ("PD403", Severity::Warning),
+            ("PD404", Severity::Warning),
+            ("PD405", Severity::Warning),
+            ("PD406", Severity::Info),
+            ("PD407", Severity::Warning),
+            ("PD501", Severity::Warning),
+            ("PD502", Severity::Info),
+            ("PD602", Severity::Info),
         ];
         for (code, sev) in expect {
             assert_eq!(
@@ -166,7 +215,9 @@ mod registry_tests {
 
 #[cfg(test)]
 pub(crate) mod tests_support {
-    use crate::{Snapshot, Var, testing::*};
+    use crate::{
+        Allocator, CpuTime, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, Var, testing::*,
+    };
 
     /// Snapshots under which each rule fails (the registry test checks coverage).
     pub(crate) fn failing_snapshots() -> Vec<Snapshot> {
@@ -186,6 +237,64 @@ pub(crate) mod tests_support {
                 .var(Var::InnodbChecksumAlgorithm, "innodb")
                 .var(Var::InnodbUseNativeAio, "OFF")
                 .var(Var::PerformanceSchema, "OFF")
+                .build(),
+            // A Linux host with every host pitfall at once.
+            SnapshotBuilder::new()
+                .mariadb("11.8.6-MariaDB")
+                .vector_index(big_vector_index())
+                .os(|o| {
+                    if let Gathered::Available(m) = &mut o.memory {
+                        m.thp_enabled = Some("never".into());
+                    }
+                    if let Gathered::Available(p) = &mut o.process {
+                        p.rss_bytes = Some(48 << 30);
+                        p.anon_huge_bytes = Some(0);
+                        p.allocator = Some(Allocator::Libc);
+                    }
+                    if let Gathered::Available(c) = &mut o.cpu {
+                        c.current_mhz = Some(1000.0);
+                    }
+                    o.cpu_time = Gathered::Available(CpuTime {
+                        basis: "since boot".into(),
+                        steal_share: Some(0.2),
+                        busy_share: Some(0.8),
+                    });
+                    if let Gathered::Available(t) = &mut o.topology {
+                        t.numa_nodes.push(NumaNode {
+                            id: 1,
+                            cpu_list: "8-15".into(),
+                            cpus: 8,
+                            memory_total_bytes: 0,
+                            memory_free_bytes: None,
+                        });
+                    }
+                    o.counters = Gathered::Available(PerfCounters {
+                        window_seconds: 1.0,
+                        target: "mariadbd".into(),
+                        events: vec![
+                            PerfEvent {
+                                name: "instructions".into(),
+                                value: Some(1 << 30),
+                                unavailable: None,
+                            },
+                            PerfEvent {
+                                name: "dTLB-load-misses".into(),
+                                value: Some(1 << 25),
+                                unavailable: None,
+                            },
+                        ],
+                    });
+                })
+                .build(),
+            // POWER partitions: dedicated donating; shared with thin entitlement; SMT off.
+            SnapshotBuilder::new()
+                .os(|o| on_power_lpar(o, lpar(false, true, true, 21.0, 21), 84, 4))
+                .build(),
+            SnapshotBuilder::new()
+                .os(|o| on_power_lpar(o, lpar(false, true, false, 21.0, 21), 84, 4))
+                .build(),
+            SnapshotBuilder::new()
+                .os(|o| on_power_lpar(o, lpar(true, false, false, 3.0, 12), 20, 1))
                 .build(),
         ]
     }

@@ -1,0 +1,121 @@
+use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule, os::pct};
+
+declare_rule! {
+    /// ### What it does
+    /// Compares the CPU's effective frequency with its nominal one while the host is under load
+    /// (at least 50% busy over the window, *heuristic*). Effective frequency is SPURR/PURR ×
+    /// nominal on POWER, else the average of cpufreq's current frequencies (or `/proc/cpuinfo`
+    /// "cpu MHz"). Nominal is POWER's `/proc/cpuinfo` clock, cpufreq `base_frequency`, or
+    /// `cpuinfo_max_freq`. Fails below 90% of nominal (*heuristic*: there is no published
+    /// cut-off; 90–95% is common practice).
+    ///
+    /// ### Why is this bad?
+    /// A throttled CPU makes every query slower in proportion, and it is invisible from inside
+    /// the database. Frequency is a first-order factor in the field report: a POWER9 shared core
+    /// boosting to ~3.8 GHz against one held at the 2.75 GHz nominal is 38% more clock, enough to
+    /// reverse which LPAR configuration wins single-query latency.
+    ///
+    /// ### Remediation
+    /// Set the platform to a performance power mode: on POWER, "Maximum performance" (or
+    /// "Static power saver" off) in ASMI or the HMC; on x86, the BIOS performance profile and the
+    /// `performance` cpufreq governor (`cpupower frequency-set -g performance`). Check cooling and
+    /// power capping (`ipmitool dcmi power get_limit`), which throttle silently.
+    pub struct CpuFrequencyThrottled {
+        code: "PD404",
+        name: "cpu-frequency-throttled",
+        severity: Warning,
+        scope: Host,
+        summary: "the CPU runs well below its nominal frequency under load",
+    }
+}
+
+const MIN_RATIO: f64 = 0.90;
+const MIN_BUSY: f64 = 0.50;
+
+impl Rule for CpuFrequencyThrottled {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+        let cpu = s.cpu()?;
+        let nominal = cpu.nominal_mhz.ok_or_else(|| {
+            Verdict::insufficient(
+                "the nominal CPU frequency is unknown (no cpufreq, no POWER clock line)",
+            )
+        })?;
+        let (effective, source) = match (cpu.effective_mhz, cpu.current_mhz) {
+            (Some(e), _) => (
+                e,
+                cpu.effective_source
+                    .clone()
+                    .unwrap_or_else(|| "SPURR/PURR".into()),
+            ),
+            (None, Some(c)) => (c, "current frequency".to_owned()),
+            (None, None) => {
+                return Err(Verdict::insufficient(
+                    "the effective CPU frequency is unknown",
+                ));
+            }
+        };
+        let busy = cpu
+            .busy_share
+            .ok_or_else(|| Verdict::insufficient("CPU load over the window is unknown"))?;
+        let ratio = effective / nominal;
+        let evidence = format!(
+            "{source} {effective:.0} MHz vs nominal {nominal:.0} MHz ({}), {} busy, governor {}",
+            pct(ratio),
+            pct(busy),
+            cpu.governor.as_deref().unwrap_or("n/a")
+        );
+        if busy < MIN_BUSY {
+            return Err(Verdict::insufficient(format!(
+                "the host was {} busy over the window; frequency is judged under load (≥ {}, heuristic)",
+                pct(busy),
+                pct(MIN_BUSY)
+            ))
+            .with_evidence(evidence));
+        }
+        Ok(if ratio < MIN_RATIO {
+            Verdict::fail(format!(
+                "the CPU runs at {} of its nominal frequency under load",
+                pct(ratio)
+            ))
+        } else {
+            Verdict::pass(format!(
+                "the CPU runs at {} of nominal under load",
+                pct(ratio)
+            ))
+        }
+        .with_evidence(evidence))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Gathered, Status, testing::SnapshotBuilder};
+
+    fn check(current: Option<f64>, busy: f64) -> Verdict {
+        let s = SnapshotBuilder::new()
+            .os(|o| {
+                if let Gathered::Available(c) = &mut o.cpu {
+                    c.nominal_mhz = Some(3690.0);
+                    c.current_mhz = current;
+                    c.busy_share = Some(busy);
+                }
+            })
+            .build();
+        CpuFrequencyThrottled.check(&s).unwrap_or_else(|v| v)
+    }
+
+    #[test]
+    fn verdicts() {
+        let v = check(Some(2061.0), 0.9);
+        assert_eq!(v.status, Status::Fail);
+        assert!(v.summary.contains("55.9%"), "{}", v.summary);
+        assert_eq!(check(Some(3600.0), 0.9).status, Status::Pass);
+        assert_eq!(check(Some(2061.0), 0.1).status, Status::InsufficientData);
+        assert_eq!(check(None, 0.9).status, Status::InsufficientData);
+    }
+}

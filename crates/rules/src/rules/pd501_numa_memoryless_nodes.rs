@@ -1,0 +1,138 @@
+use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule, format_bytes};
+
+declare_rule! {
+    /// ### What it does
+    /// Reads the NUMA nodes (`/sys/devices/system/node/node*/{cpulist,meminfo}`) and fails when
+    /// a node has CPUs but no memory, or when the nodes mariadbd may run on differ in memory by
+    /// more than 2× (*heuristic*).
+    ///
+    /// ### Why is this bad?
+    /// Threads on a memoryless node get every allocation from a remote node: each cache miss
+    /// pays the remote latency and all such traffic shares the remote node's bandwidth. In the
+    /// MySQL Cluster on POWER8 report, memory on only 2 of 4 NUMA nodes lowered bandwidth, and
+    /// binding the data nodes to the NUMA nodes that have memory was required. Badly balanced
+    /// LPAR memory placement produces the same shape on PowerVM.
+    ///
+    /// ### Remediation
+    /// Balance the hardware: populate every socket's DIMM channels, or on PowerVM ask for the
+    /// partition's memory to be placed with its processors (HMC: `optmem` / Dynamic Platform
+    /// Optimizer). Until then bind mariadbd to the nodes with memory, e.g. in its systemd unit:
+    /// `NUMAPolicy=bind` and `NUMAMask=0,2` (or `numactl --cpunodebind=0,2 --membind=0,2`).
+    pub struct NumaMemorylessNodes {
+        code: "PD501",
+        name: "numa-memoryless-nodes",
+        severity: Warning,
+        scope: Host,
+        summary: "NUMA nodes with CPUs but no memory (or badly unbalanced memory) force remote accesses",
+    }
+}
+
+const MAX_IMBALANCE: f64 = 2.0;
+
+impl Rule for NumaMemorylessNodes {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+        let t = s.topology()?;
+        if t.numa_nodes.len() < 2 {
+            return Ok(Verdict::pass("one NUMA node: all memory is local"));
+        }
+        let evidence: Vec<String> = t
+            .numa_nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "node {}: CPUs {} ({}), memory {}",
+                    n.id,
+                    n.cpu_list,
+                    n.cpus,
+                    format_bytes(n.memory_total_bytes)
+                )
+            })
+            .collect();
+        let memoryless: Vec<String> = t
+            .numa_nodes
+            .iter()
+            .filter(|n| n.cpus > 0 && n.memory_total_bytes == 0)
+            .map(|n| n.id.to_string())
+            .collect();
+        let mut v = if !memoryless.is_empty() {
+            Verdict::fail(format!(
+                "NUMA node(s) {} have CPUs but no memory: their threads allocate remotely",
+                memoryless.join(", ")
+            ))
+        } else {
+            let with_cpus: Vec<u64> = t
+                .numa_nodes
+                .iter()
+                .filter(|n| n.cpus > 0)
+                .map(|n| n.memory_total_bytes)
+                .collect();
+            let (lo, hi) = (
+                with_cpus.iter().min().copied().unwrap_or(0),
+                with_cpus.iter().max().copied().unwrap_or(0),
+            );
+            if lo > 0 && hi as f64 / lo as f64 > MAX_IMBALANCE {
+                Verdict::fail(format!(
+                    "memory per NUMA node differs {:.1}× ({} to {}; heuristic limit {MAX_IMBALANCE}×)",
+                    hi as f64 / lo as f64,
+                    format_bytes(lo),
+                    format_bytes(hi)
+                ))
+            } else {
+                Verdict::pass(format!(
+                    "{} NUMA nodes, each with local memory",
+                    t.numa_nodes.len()
+                ))
+            }
+        };
+        v.evidence = evidence;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Gathered, NumaNode, Status, testing::SnapshotBuilder};
+
+    fn check(mem: &[u64]) -> Verdict {
+        let s = SnapshotBuilder::new()
+            .os(|o| {
+                if let Gathered::Available(t) = &mut o.topology {
+                    t.numa_nodes = mem
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| NumaNode {
+                            id: i as u32,
+                            cpu_list: format!("{}-{}", i * 16, i * 16 + 15),
+                            cpus: 16,
+                            memory_total_bytes: *m,
+                            memory_free_bytes: None,
+                        })
+                        .collect();
+                }
+            })
+            .build();
+        NumaMemorylessNodes.check(&s).unwrap_or_else(|v| v)
+    }
+
+    #[test]
+    fn verdicts() {
+        let v = check(&[64 << 30, 0, 64 << 30, 0]);
+        assert_eq!(v.status, Status::Fail);
+        assert!(v.summary.contains("1, 3"), "{}", v.summary);
+        assert_eq!(check(&[64 << 30, 16 << 30]).status, Status::Fail);
+        assert_eq!(check(&[64 << 30, 60 << 30]).status, Status::Pass);
+        assert_eq!(check(&[64 << 30]).status, Status::Pass);
+        let s = SnapshotBuilder::new()
+            .os(|o| o.topology = Gathered::Unavailable("node0/meminfo: no MemTotal".into()))
+            .build();
+        assert_eq!(
+            NumaMemorylessNodes.check(&s).unwrap_or_else(|v| v).status,
+            Status::InsufficientData
+        );
+    }
+}

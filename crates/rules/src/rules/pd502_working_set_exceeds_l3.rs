@@ -1,0 +1,148 @@
+use crate::{
+    Gathered, Rule, RuleMeta, Snapshot, StatusVar, Var, Verdict, declare_rule, format_bytes,
+    rules::estimate_graph_bytes,
+};
+
+declare_rule! {
+    /// ### What it does
+    /// Compares the server's hot structure with the total L3 cache of the CPUs mariadbd may run
+    /// on: the largest vector graph (the PD101 estimate) when there are vector indexes, else the
+    /// data held in the InnoDB buffer pool. Fails (as information) when it is larger.
+    ///
+    /// ### Why is this bad?
+    /// It sets expectations rather than signalling a fault. Past the total L3, every access that
+    /// misses goes to memory: on an 8-core POWER9 (pairs of cores share 10 MB of L3, 80 MB in
+    /// all) read bandwidth falls from about 64 GB/s at 5 MB to 14–18 GB/s past 80 MB. A
+    /// pointer-chasing graph walk over 300 MB is memory-latency-bound on any machine, and
+    /// comparing two hosts must account for their L3: in the field report the remaining 10–18%
+    /// gap matched 12.5% fewer cores, hence less L3.
+    ///
+    /// ### Remediation
+    /// Nothing to switch: expect memory-bandwidth-bound performance and compare hosts with equal
+    /// L3. Give mariadbd all the cores whose L3 it needs (CPU affinity, partition size), keep the
+    /// data compact (fewer dimensions, quantised vectors), and use large pages (PD302/PD301) so
+    /// TLB misses do not add to cache misses.
+    pub struct WorkingSetExceedsL3 {
+        code: "PD502",
+        name: "working-set-exceeds-l3",
+        severity: Info,
+        scope: Host,
+        summary: "the hot data is larger than the L3 cache of mariadbd's CPUs: expect memory-bound speed",
+    }
+}
+
+impl Rule for WorkingSetExceedsL3 {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+        let t = s.topology()?;
+        let l3 = t.l3_total_bytes.ok_or_else(|| {
+            Verdict::insufficient("the CPUs' L3 size is unknown (no level-3 cache reported)")
+        })?;
+        s.db_host()?;
+        let db = s.db()?;
+        let default_m = db
+            .var_u64(Var::MhnswDefaultM)
+            .ok()
+            .and_then(|m| u32::try_from(m).ok());
+        let graph = match &db.vector_indexes {
+            Gathered::Available(v) => v
+                .iter()
+                .filter_map(|i| {
+                    estimate_graph_bytes(i, default_m).map(|e| (i.qualified_name(), e.bytes))
+                })
+                .max_by_key(|(_, b)| *b),
+            Gathered::Unavailable(_) => None,
+        };
+        let (what, bytes) = match graph {
+            Some((name, b)) => (format!("the vector graph of {name}"), b),
+            None => {
+                let page = db.var_u64(Var::InnodbPageSize).unwrap_or(16384);
+                let total = db.status_u64(StatusVar::InnodbBufferPoolPagesTotal)?;
+                let free = db
+                    .status_u64(StatusVar::InnodbBufferPoolPagesFree)
+                    .unwrap_or(0);
+                (
+                    "the data in the InnoDB buffer pool".to_owned(),
+                    total.saturating_sub(free).saturating_mul(page),
+                )
+            }
+        };
+        let evidence = format!(
+            "{what}: {}; L3 over CPUs {}: {}",
+            format_bytes(bytes),
+            t.l3_cpus.as_deref().unwrap_or("?"),
+            format_bytes(l3)
+        );
+        Ok(if bytes > l3 {
+            Verdict::fail(format!(
+                "{what} ({}) is {:.0}× the L3 of mariadbd's CPUs ({}): expect memory-bandwidth-bound performance",
+                format_bytes(bytes),
+                bytes as f64 / l3.max(1) as f64,
+                format_bytes(l3)
+            ))
+        } else {
+            Verdict::pass(format!("{what} fits in L3 ({} of {})", format_bytes(bytes), format_bytes(l3)))
+        }
+        .with_evidence(evidence))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Status, testing::*};
+
+    #[test]
+    fn vector_graph_against_l3() {
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(big_vector_index())
+            .build();
+        let v = WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v);
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(v.summary.contains("app.docs"));
+    }
+
+    #[test]
+    fn buffer_pool_data_against_l3() {
+        let s = SnapshotBuilder::new()
+            .mariadb("10.11.14-MariaDB")
+            .status(StatusVar::InnodbBufferPoolPagesTotal, "8192")
+            .status(StatusVar::InnodbBufferPoolPagesFree, "8000")
+            .build();
+        assert_eq!(
+            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            Status::Pass
+        );
+        let s = SnapshotBuilder::new()
+            .mariadb("10.11.14-MariaDB")
+            .status(StatusVar::InnodbBufferPoolPagesTotal, "65536")
+            .status(StatusVar::InnodbBufferPoolPagesFree, "0")
+            .build();
+        assert_eq!(
+            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn insufficient() {
+        let s = SnapshotBuilder::new().mariadb("10.11.14-MariaDB").build();
+        assert_eq!(
+            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            Status::InsufficientData
+        );
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(big_vector_index())
+            .remote_server()
+            .build();
+        assert_eq!(
+            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            Status::InsufficientData
+        );
+    }
+}

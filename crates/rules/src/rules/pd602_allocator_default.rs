@@ -1,0 +1,92 @@
+use crate::{Allocator, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+
+declare_rule! {
+    /// ### What it does
+    /// Looks at the libraries mapped into mariadbd (`/proc/PID/maps` on Linux) for jemalloc,
+    /// tcmalloc or mimalloc, and reports when none is present: the server uses the C library's
+    /// malloc. An allocator linked statically into mariadbd cannot be seen this way.
+    ///
+    /// ### Why is this bad?
+    /// A small, steady gain: in the MySQL-on-POWER8 measurements jemalloc gave 3–4% more
+    /// throughput than glibc malloc, with less fragmentation on long-running servers with many
+    /// threads. Information, not a fault.
+    ///
+    /// ### Remediation
+    /// Preload jemalloc for mariadbd, e.g. in a systemd drop-in
+    /// (`systemctl edit mariadb`):
+    ///
+    /// ```ini
+    /// [Service]
+    /// Environment="LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    /// ```
+    ///
+    /// (install `libjemalloc2`; adjust the path for ppc64le/aarch64), or `malloc-lib=` under
+    /// `[mysqld_safe]` when the server is started by mysqld_safe. Restart and check that
+    /// `/proc/$(pidof mariadbd)/maps` lists libjemalloc.
+    pub struct AllocatorDefault {
+        code: "PD602",
+        name: "allocator-default",
+        severity: Info,
+        scope: Host,
+        summary: "mariadbd uses the C library's malloc; jemalloc was 3–4% faster",
+    }
+}
+
+impl Rule for AllocatorDefault {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+        let p = s.process()?;
+        let alloc = p.allocator.ok_or_else(|| {
+            Verdict::insufficient("mariadbd's mapped libraries could not be read")
+        })?;
+        let evidence = format!(
+            "mariadbd pid {}: {}",
+            p.pid,
+            p.allocator_evidence
+                .as_deref()
+                .unwrap_or("allocator detected from its maps")
+        );
+        Ok(match alloc {
+            Allocator::Libc => Verdict::fail(
+                "mariadbd uses the C library's malloc (no jemalloc, tcmalloc or mimalloc mapped)",
+            ),
+            other => Verdict::pass(format!("mariadbd uses {}", serde_name(other))),
+        }
+        .with_evidence(evidence))
+    }
+}
+
+fn serde_name(a: Allocator) -> &'static str {
+    match a {
+        Allocator::Jemalloc => "jemalloc",
+        Allocator::Tcmalloc => "tcmalloc",
+        Allocator::Mimalloc => "mimalloc",
+        Allocator::Libc => "libc malloc",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Gathered, Status, testing::SnapshotBuilder};
+
+    #[test]
+    fn verdicts() {
+        let check = |a: Option<Allocator>| {
+            let s = SnapshotBuilder::new()
+                .os(|o| {
+                    if let Gathered::Available(p) = &mut o.process {
+                        p.allocator = a;
+                    }
+                })
+                .build();
+            AllocatorDefault.check(&s).unwrap_or_else(|v| v).status
+        };
+        assert_eq!(check(Some(Allocator::Libc)), Status::Fail);
+        assert_eq!(check(Some(Allocator::Jemalloc)), Status::Pass);
+        assert_eq!(check(None), Status::InsufficientData);
+    }
+}
