@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every powerdiag test, doing all set-up on a fresh Debian 12 machine:
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
-#   2. cargo fmt --check and clippy -D warnings;
+#   2. cargo fmt --check, clippy -D warnings, cargo check for ppc64le and arm64, and the AIX
+#      compile check of perfstat-sys (crates/perfstat-sys/ci-check.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011) and a second 10.11 for the hung-server test
 #      (hang) on loopback ports under a temporary directory;
 #   4. cargo test --workspace (unit tests and tests/it against those servers);
@@ -21,7 +22,9 @@ step "set-up (tests/harness/setup.sh)"
 # rustup puts cargo in ~/.cargo/bin; a fresh login shell may not have it on PATH yet.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then
-    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+    # fmt/clippy; rust-src for the AIX check (-Zbuild-std=core); the cross-check targets.
+    rustup component add rustfmt clippy rust-src >/dev/null
+    rustup target add powerpc64le-unknown-linux-gnu aarch64-unknown-linux-gnu >/dev/null
 fi
 
 step "cargo fmt --check"
@@ -29,6 +32,12 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cross checks: ppc64le, arm64, and perfstat-sys for AIX"
+for target in powerpc64le-unknown-linux-gnu aarch64-unknown-linux-gnu; do
+    cargo check --workspace --all-targets --locked --target "$target"
+done
+crates/perfstat-sys/ci-check.sh
 
 step "build"
 cargo build --workspace --all-targets --locked

@@ -8,6 +8,8 @@
 
 mod cli;
 mod errors;
+mod linux_fixtures;
+mod live_host;
 mod mariadb1011;
 mod no_database;
 mod support;

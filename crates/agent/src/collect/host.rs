@@ -1,26 +1,34 @@
-//! Basic host facts: OS, architecture, host name, hardware threads, memory.
+//! Basic host facts: OS, architecture, host name, hardware threads, memory. Read under
+//! [`Roots`] like every other OS file, so a recorded tree describes its own machine.
 
 use powerdiag_rules::HostFacts;
 
+use super::os::Roots;
+
 /// Collects what the platform offers; a fact that cannot be read stays `None`.
-pub fn collect() -> Result<HostFacts, String> {
+pub fn collect(roots: &Roots) -> Result<HostFacts, String> {
+    let live = roots.is_live();
     let mut h = HostFacts {
         os: std::env::consts::OS.to_owned(),
         arch: std::env::consts::ARCH.to_owned(),
-        usable_threads: std::thread::available_parallelism()
-            .ok()
-            .and_then(|n| u32::try_from(n.get()).ok()),
+        usable_threads: if live {
+            std::thread::available_parallelism()
+                .ok()
+                .and_then(|n| u32::try_from(n.get()).ok())
+        } else {
+            None
+        },
         ..Default::default()
     };
     #[cfg(unix)]
-    {
+    if live {
         let uname = rustix::system::uname();
         h.hostname = uname.nodename().to_string_lossy().into_owned();
         h.kernel = Some(uname.release().to_string_lossy().into_owned());
         h.page_size_bytes = Some(rustix::param::page_size() as u64);
     }
     #[cfg(target_os = "linux")]
-    linux::fill(&mut h);
+    linux::fill(&mut h, roots);
     if h.hostname.is_empty() {
         return Err("the host name could not be read".into());
     }
@@ -30,24 +38,37 @@ pub fn collect() -> Result<HostFacts, String> {
 #[cfg(target_os = "linux")]
 mod linux {
     use powerdiag_rules::HostFacts;
-    use procfs::Current;
+    use procfs::{FromRead, Meminfo};
 
-    pub(super) fn fill(h: &mut HostFacts) {
-        if let Ok(m) = procfs::Meminfo::current() {
+    use crate::collect::os::Roots;
+
+    pub(super) fn fill(h: &mut HostFacts, r: &Roots) {
+        let read =
+            |p: std::path::PathBuf| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
+        if !r.is_live() {
+            // A recorded tree: its own name and kernel; the architecture from its cpuinfo.
+            h.hostname =
+                read(r.proc("sys/kernel/hostname")).unwrap_or_else(|| "recorded-host".into());
+            h.kernel = read(r.proc("sys/kernel/osrelease"));
+            if let Some(ci) = read(r.proc("cpuinfo")) {
+                h.arch = if ci.contains("\ncpu\t\t: POWER")
+                    || ci.starts_with("processor\t: 0\ncpu\t\t: POWER")
+                {
+                    "powerpc64le".into()
+                } else if ci.contains("CPU implementer") {
+                    "aarch64".into()
+                } else {
+                    "x86_64".into()
+                };
+            }
+        }
+        if let Ok(m) = Meminfo::from_file(r.proc("meminfo")) {
             h.memory_total_bytes = Some(m.mem_total);
             h.memory_available_bytes = m.mem_available;
         }
-        h.hardware_threads = std::fs::read_to_string("/sys/devices/system/cpu/online")
-            .ok()
-            .and_then(|s| count_cpu_list(&s))
-            .or_else(|| {
-                procfs::CpuInfo::current()
-                    .ok()
-                    .map(|c| c.num_cores() as u32)
-            });
-        h.os_release = std::fs::read_to_string("/etc/os-release")
-            .ok()
-            .and_then(|t| pretty_name(&t));
+        h.hardware_threads =
+            read(r.sys("devices/system/cpu/online")).and_then(|s| count_cpu_list(&s));
+        h.os_release = read(r.root("/etc/os-release")).and_then(|t| pretty_name(&t));
     }
 
     /// `0-3,8,10-11` → 7.

@@ -39,7 +39,7 @@ pub async fn collect(
     let mut snap = Snapshot::new(env!("CARGO_PKG_VERSION"));
     snap.taken_at = opts.taken_at.clone();
     let started = Instant::now();
-    let host = host::collect();
+    let host = host::collect(&opts.roots);
     snap.collectors.push(CollectorRun {
         name: "host".into(),
         duration_seconds: started.elapsed().as_secs_f64(),

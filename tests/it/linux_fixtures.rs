@@ -1,0 +1,180 @@
+//! Recorded /proc + /sys trees replay the Linux collector exactly: each tree under
+//! tests/fixtures/linux → its facts and every rule's verdict, compared with an insta snapshot.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use powerdiag_agent::collect::{self, CollectOptions, MariadbOptions, NoProgress, os::Roots};
+use powerdiag_rules::{Gathered, Snapshot, evaluate};
+use serde_json::json;
+
+use crate::support::*;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/linux")
+}
+
+fn trees() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("tests/fixtures/linux")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("proc").is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+pub(crate) fn replay(tree: &Path) -> Snapshot {
+    let opts = CollectOptions {
+        candidates: Vec::new(),
+        mariadb: MariadbOptions {
+            timeout: Duration::from_secs(1),
+            probe: None,
+        },
+        taken_at: None,
+        roots: Roots::tree(tree),
+        sample_window: Duration::ZERO,
+    };
+    block_on(collect::collect(&opts, &NoProgress)).0
+}
+
+#[test]
+fn every_tree_replays_to_its_expected_facts_and_verdicts() {
+    let trees = trees();
+    assert!(
+        trees.len() >= 6,
+        "expected the six fixture trees, found {trees:?}"
+    );
+    for tree in trees {
+        let name = tree.file_name().unwrap().to_string_lossy().into_owned();
+        let snap = replay(&tree);
+        let report = evaluate(&snap);
+        let verdicts: Vec<_> = report
+            .checks
+            .iter()
+            .filter(|c| c.scope == powerdiag_rules::Scope::Host)
+            .map(|c| json!({"code": c.code, "status": c.status, "summary": c.summary}))
+            .collect();
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_suffix(name.clone());
+        settings.set_prepend_module_to_snapshot(false);
+        settings.bind(|| {
+            insta::assert_json_snapshot!(
+                "linux_tree",
+                json!({"host": snap.host, "os": snap.os, "verdicts": verdicts})
+            );
+        });
+    }
+}
+
+/// Live-only sources say so when pointed at a tree.
+#[test]
+fn counters_are_live_only() {
+    let snap = replay(&fixtures().join("x86-thp-never-large-mariadbd"));
+    let Gathered::Available(os) = &snap.os else {
+        panic!("no os facts")
+    };
+    assert_eq!(
+        os.counters.as_ref().err(),
+        Some("unavailable: not the live /proc (reading a recorded tree)")
+    );
+    assert!(os.source.starts_with("recorded tree"));
+}
+
+/// A malformed or truncated file costs only its own facts, with the file named.
+#[test]
+fn malformed_files_lose_only_their_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("t");
+    copy_dir(&fixtures().join("power9-shared-uncapped-steal"), &tree);
+    std::fs::write(tree.join("proc/meminfo"), "MemTotal: lots\n").unwrap();
+    std::fs::write(tree.join("proc/stat"), "cpu  1 2\n").unwrap();
+    std::fs::write(
+        tree.join("proc/powerpc/lparcfg"),
+        "\u{0}\u{1}garbage without keys\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("sys/devices/system/cpu/online"), "0-\n").unwrap();
+    let snap = replay(&tree);
+    let Gathered::Available(os) = &snap.os else {
+        panic!("no os facts")
+    };
+    let err = |r: Result<(), &str>| r.err().unwrap_or_default().to_owned();
+    assert!(
+        err(os.memory.as_ref().map(drop)).contains("meminfo"),
+        "{:?}",
+        os.memory
+    );
+    assert!(
+        err(os.cpu_time.as_ref().map(drop)).contains("proc/stat"),
+        "{:?}",
+        os.cpu_time
+    );
+    assert!(
+        err(os.partition.as_ref().map(drop)).contains("lparcfg"),
+        "{:?}",
+        os.partition
+    );
+    assert!(
+        err(os.topology.as_ref().map(drop)).contains("CPU list"),
+        "{:?}",
+        os.topology
+    );
+    // The others are still there.
+    assert!(os.cpu.as_ref().is_ok(), "{:?}", os.cpu);
+    assert!(os.process.as_ref().is_ok(), "{:?}", os.process);
+    // And the rules say why they cannot judge.
+    let report = evaluate(&snap);
+    let pd403 = report.checks.iter().find(|c| c.code == "PD403").unwrap();
+    assert_eq!(pd403.status, powerdiag_rules::Status::InsufficientData);
+    assert!(pd403.summary.contains("proc/stat"), "{}", pd403.summary);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        let ft = e.file_type().unwrap();
+        if ft.is_dir() {
+            copy_dir(&e.path(), &t);
+        } else if ft.is_file() {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+/// The whole pipeline through the binary's --path flags.
+#[test]
+fn doctor_replays_a_tree_through_the_path_flags() {
+    let tree = fixtures().join("power9-dedicated-donating");
+    let r = run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", "mysql://nobody@127.0.0.1:1/")
+        .args([
+            "doctor",
+            "--format",
+            "json",
+            "--no-probe",
+            "--timeout",
+            "1s",
+        ])
+        .arg("--path.procfs")
+        .arg(tree.join("proc"))
+        .arg("--path.sysfs")
+        .arg(tree.join("sys"))
+        .arg("--path.rootfs")
+        .arg(tree.join("root")));
+    let j = r.json();
+    assert_eq!(status(&j, "PD401"), "fail", "{:#}", check(&j, "PD401"));
+    assert_eq!(r.code, 2, "a donating partition is critical");
+    let bad = run(powerdiag().args(["doctor", "--path.procfs", "/nonexistent"]));
+    assert_eq!(bad.code, 3);
+    assert!(
+        bad.stderr.contains("--path.procfs /nonexistent"),
+        "{}",
+        bad.stderr
+    );
+}
