@@ -44,6 +44,10 @@ impl OsFacts {
 pub fn section<'a, T>(g: &'a Gathered<T>, what: &str) -> Result<&'a T, Verdict> {
     match g {
         Gathered::Available(v) => Ok(v),
+        // Collectors that already say "unavailable: ..." are not told twice.
+        Gathered::Unavailable(why) if why.starts_with("unavailable") => {
+            Err(Verdict::insufficient(format!("{what} {why}")))
+        }
         Gathered::Unavailable(why) => {
             Err(Verdict::insufficient(format!("{what} unavailable: {why}")))
         }

@@ -50,20 +50,26 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
         ..Default::default()
     };
 
-    // Topology: distinct packages and (package, core) pairs over the online CPUs.
+    // Topology: distinct packages and (package, core) pairs over the online CPUs. PowerVM
+    // partitions report physical_package_id -1 (unknown): cores still count, sockets do not.
     let mut packages = BTreeSet::new();
     let mut cores = BTreeSet::new();
     for n in &online {
         let t = r.sys(format!("devices/system/cpu/cpu{n}/topology"));
-        let pkg = read_u64(&t.join("physical_package_id")).ok();
-        let core = read_u64(&t.join("core_id")).ok();
-        if let (Some(p), Some(c)) = (pkg, core) {
-            packages.insert(p);
+        let id = |f: &str| {
+            read_trim(&t.join(f))
+                .ok()
+                .and_then(|v| v.parse::<i64>().ok())
+        };
+        if let (Some(p), Some(c)) = (id("physical_package_id"), id("core_id")) {
+            if p >= 0 {
+                packages.insert(p);
+            }
             cores.insert((p, c));
         }
     }
     if !cores.is_empty() {
-        cpu.sockets = Some(packages.len() as u32);
+        cpu.sockets = (!packages.is_empty()).then_some(packages.len() as u32);
         cpu.cores = Some(cores.len() as u32);
         cpu.threads_per_core = Some((online.len() / cores.len()).max(1) as u32);
     }
@@ -72,7 +78,9 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
         .ok()
         .map(|s| s == "1");
 
-    // Nominal frequency: POWER's cpuinfo clock (no cpufreq in an LPAR), else cpufreq.
+    // Nominal frequency: cpufreq's base or maximum where the kernel has cpufreq. Without it
+    // (a PowerVM LPAR), POWER's cpuinfo `clock` is the nominal frequency; with it, `clock`
+    // shows the current one (arch/powerpc/kernel/setup-common.c asks cpufreq first).
     let policy = first_policy(r);
     let khz = |name: &str| {
         policy
@@ -80,18 +88,15 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
             .and_then(|p| read_u64(&p.join(name)).ok())
             .map(|k| k as f64 / 1000.0)
     };
-    if power && let Some(mhz) = first("clock").and_then(|c| parse_mhz(&c)) {
+    if let Some(b) = khz("base_frequency") {
+        cpu.nominal_mhz = Some(b);
+        cpu.nominal_source = Some("cpufreq base_frequency".into());
+    } else if let Some(m) = khz("cpuinfo_max_freq") {
+        cpu.nominal_mhz = Some(m);
+        cpu.nominal_source = Some("cpufreq cpuinfo_max_freq".into());
+    } else if power && let Some(mhz) = first("clock").and_then(|c| parse_mhz(&c)) {
         cpu.nominal_mhz = Some(mhz);
         cpu.nominal_source = Some("/proc/cpuinfo clock".into());
-    }
-    if cpu.nominal_mhz.is_none() {
-        if let Some(b) = khz("base_frequency") {
-            cpu.nominal_mhz = Some(b);
-            cpu.nominal_source = Some("cpufreq base_frequency".into());
-        } else if let Some(m) = khz("cpuinfo_max_freq") {
-            cpu.nominal_mhz = Some(m);
-            cpu.nominal_source = Some("cpufreq cpuinfo_max_freq".into());
-        }
     }
     // Current frequency: the average over cpufreq policies, else cpuinfo's "cpu MHz".
     let cur: Vec<f64> = policies(r)

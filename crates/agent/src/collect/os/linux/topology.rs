@@ -54,9 +54,16 @@ pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, St
         .collect();
 
     // Total last-level cache reachable from the allowed CPUs.
-    let allowed: BTreeSet<u32> = allowed
-        .map(|a| a.iter().copied().collect())
-        .unwrap_or_else(|| online.iter().copied().collect());
+    // Affinity masks include offline and absent CPUs (all "possible" ones): keep the online.
+    let online_set: BTreeSet<u32> = online.iter().copied().collect();
+    let allowed: BTreeSet<u32> = match allowed {
+        Some(a) => a
+            .iter()
+            .copied()
+            .filter(|c| online_set.contains(c))
+            .collect(),
+        None => online_set,
+    };
     let top = caches
         .iter()
         .filter(|c| c.kind != "Instruction")
