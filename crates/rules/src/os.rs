@@ -166,6 +166,10 @@ pub struct ProcessFacts {
     pub stack_page_bytes: Option<u64>,
     /// AIX: `LDR_CNTRL` from its environment; `Some("")` = read, absent.
     pub ldr_cntrl: Option<String>,
+    /// `THP_enabled: 0` in its status: the process switched transparent huge pages off for
+    /// itself (`prctl(PR_SET_THP_DISABLE)`), whatever the system setting.
+    #[serde(default)]
+    pub thp_disabled: Option<bool>,
     pub allocator: Option<Allocator>,
     /// The library that identified the allocator, e.g. `libjemalloc.so.2`.
     pub allocator_evidence: Option<String>,

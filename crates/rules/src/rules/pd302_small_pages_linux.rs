@@ -23,7 +23,10 @@ declare_rule! {
     /// echo madvise > /sys/kernel/mm/transparent_hugepage/enabled   # or `always`
     /// ```
     ///
-    /// (persist with `transparent_hugepage=madvise` on the kernel command line). With `madvise`,
+    /// (persist with `transparent_hugepage=madvise` on the kernel command line). Recent MariaDB
+    /// releases switch THP off for their own process (`THP_enabled: 0` in
+    /// `/proc/$(pidof mariadbd)/status`; believed to be since 10.6.17/10.11.7, MDEV-33279 —
+    /// unverified); then only a HugeTLB pool helps (below). With `madvise`,
     /// the allocator must ask for huge pages (jemalloc: `thp:always`). Trade-offs: `always` can
     /// raise memory use and cause compaction stalls; some vendors advise `never` for databases
     /// because of latency spikes from `defrag`: keep `defrag` at `madvise` or `defer`.
@@ -61,7 +64,7 @@ impl Rule for SmallPagesLinux {
             .ok_or_else(|| Verdict::insufficient("mariadbd's resident memory is unknown"))?;
         let thp = mem.thp_enabled.as_deref().unwrap_or("unknown");
         let huge = p.anon_huge_bytes.unwrap_or(0);
-        let evidence = vec![
+        let mut evidence = vec![
             format!("base page size {}", format_bytes(base)),
             format!("transparent_hugepage/enabled = {thp}"),
             format!(
@@ -71,6 +74,11 @@ impl Rule for SmallPagesLinux {
                 format_bytes(huge)
             ),
         ];
+        if p.thp_disabled == Some(true) {
+            evidence.push(
+                "mariadbd's /proc/PID/status: THP_enabled: 0 (disabled for the process)".into(),
+            );
+        }
         let with = |mut v: Verdict| {
             v.evidence = evidence.clone();
             Ok(v)
@@ -104,6 +112,10 @@ impl Rule for SmallPagesLinux {
         }
         let why = if thp == "never" {
             "transparent huge pages are disabled (never)".to_owned()
+        } else if p.thp_disabled == Some(true) {
+            format!(
+                "mariadbd switched transparent huge pages off for itself (THP_enabled: 0), so THP `{thp}` does not apply"
+            )
         } else {
             format!("transparent huge pages are `{thp}` but back none of it")
         };
@@ -181,6 +193,19 @@ mod tests {
         });
         assert_eq!(v.status, Status::Fail);
         assert!(v.summary.contains("madvise"));
+    }
+
+    #[test]
+    fn says_when_mariadbd_disabled_thp_for_itself() {
+        let v = check(|o| {
+            if let Gathered::Available(p) = &mut o.process {
+                p.rss_bytes = Some(8 << 30);
+                p.anon_huge_bytes = Some(0);
+                p.thp_disabled = Some(true);
+            }
+        });
+        assert_eq!(v.status, Status::Fail);
+        assert!(v.summary.contains("THP_enabled: 0"), "{}", v.summary);
     }
 
     #[test]

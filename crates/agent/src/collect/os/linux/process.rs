@@ -95,6 +95,11 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         f.affinity_cpus = Some(cpus.len() as u32);
         f.affinity = Some(format_cpu_list(&cpus));
     }
+    // procfs's Status has no THP_enabled (kernel 5.0+): read the line itself.
+    f.thp_disabled = read(&dir.join("status")).ok().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("THP_enabled:").map(|v| v.trim() == "0"))
+    });
     // A server run through a dynamic loader (`ld.so --argv0 .../mariadbd ...`) reports the
     // loader as its name.
     if !NAMES.contains(&f.name.as_str())
