@@ -1,9 +1,9 @@
 //! [`SnapshotBuilder`]: concise snapshots for rule tests, here and in the other crates.
 
 use crate::{
-    Allocator, Cache, CpuFacts, CpuTime, DbError, DbErrorKind, Gathered, HostFacts, MariadbFacts,
-    MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters, PerfEvent, Probe, ProcessFacts,
-    SCHEMA_VERSION, ServerVersion, Snapshot, StatusVar, Topology, Var, VectorIndex,
+    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Gathered, HostFacts,
+    MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters, PerfEvent, Probe,
+    ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot, StatusVar, Topology, Var, VectorIndex,
 };
 
 /// Builds a [`Snapshot`]: a Linux x86-64 host with 8 threads and 16 GiB, and (with
@@ -150,6 +150,30 @@ impl SnapshotBuilder {
             edit(o);
         }
         self
+    }
+
+    /// An AIX 7.3 host: the field report's POWER9 S924 shared LPAR, see [`aix_os`].
+    pub fn aix(self) -> SnapshotBuilder {
+        self.host(|h| {
+            h.os = "aix".into();
+            h.os_release = Some("AIX 7.3".into());
+            h.kernel = Some("7.3".into());
+            h.arch = "powerpc64".into();
+            h.hardware_threads = Some(48);
+            h.usable_threads = Some(48);
+            h.memory_total_bytes = Some(64 << 30);
+            h.page_size_bytes = Some(4096);
+        })
+        .os(|o| *o = aix_os())
+    }
+
+    /// Edits the mariadbd process facts (when they are available).
+    pub fn process(self, edit: impl FnOnce(&mut ProcessFacts)) -> SnapshotBuilder {
+        self.os(|o| {
+            if let Gathered::Available(p) = &mut o.process {
+                edit(p);
+            }
+        })
     }
 
     pub fn host_unavailable(mut self, why: &str) -> SnapshotBuilder {
@@ -321,5 +345,78 @@ pub fn on_power_lpar(o: &mut OsFacts, p: crate::PartitionFacts, threads: u32, sm
     o.partition = Gathered::Available(Some(p));
     if let Gathered::Available(m) = &mut o.memory {
         m.base_page_bytes = Some(65536);
+    }
+}
+
+/// The field report's starting point on AIX, as the AIX collector reports it: a POWER9 S924
+/// (2750 MHz nominal) shared uncapped LPAR with 12 virtual processors, entitlement 3.0, SMT4,
+/// boosting to 3.8 GHz; mariadbd built with the AIX Toolbox GCC, on 4 KB data, text and stack
+/// pages, without `LDR_CNTRL` in its environment.
+pub fn aix_os() -> OsFacts {
+    let mut partition = lpar(true, false, false, 3.0, 12);
+    partition.smt_threads = Some(4);
+    partition.pool_id = Some(0);
+    partition.pool_cpus = Some(24.0);
+    partition.counters_basis = Some("window 1.00 s".into());
+    partition.dispatches = Some(200_000);
+    partition.dispatch_dispersions = None;
+    partition.involuntary_vcsw = Some(45_000);
+    partition.voluntary_vcsw = Some(155_000);
+    partition.phantom_interrupts = Some(1_200);
+    OsFacts {
+        source: "live".into(),
+        cpu: Gathered::Available(CpuFacts {
+            model: Some("PowerPC_POWER9".into()),
+            architecture: "ppc64".into(),
+            power: true,
+            cores: Some(12),
+            threads: 48,
+            threads_per_core: Some(4),
+            smt_control: Some("smt4".into()),
+            smt_active: Some(true),
+            nominal_mhz: Some(2750.0),
+            nominal_source: Some("perfstat_partition_config processorMHz".into()),
+            effective_mhz: Some(3800.0),
+            effective_source: Some("SPURR/PURR over 1.00 s".into()),
+            busy_share: Some(0.73),
+            dscr_default: Some(0),
+            ..Default::default()
+        }),
+        topology: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read cache and NUMA topology yet".into(),
+        ),
+        memory: Gathered::Available(MemoryFacts {
+            base_page_bytes: Some(4096),
+            page_sizes: vec![4096, 64 << 10, 16 << 20],
+            ..Default::default()
+        }),
+        process: Gathered::Available(ProcessFacts {
+            pid: 8_454_302,
+            name: "mariadbd".into(),
+            found_by: "pid_file".into(),
+            rss_bytes: Some(6 << 30),
+            data_page_bytes: Some(4096),
+            text_page_bytes: Some(4096),
+            stack_page_bytes: Some(4096),
+            ldr_cntrl: Some(String::new()),
+            allocator: Some(Allocator::Libc),
+            allocator_evidence: Some("no jemalloc, tcmalloc or mimalloc library loaded".into()),
+            compiler: Some(Compiler::Gcc),
+            compiler_evidence: Some(
+                "GCC runtime loaded: /opt/freeware/lib/pthread/ppc64/libstdc++.a[libstdc++.so.6] (AIX Toolbox)"
+                    .into(),
+            ),
+            threads: Some(40),
+            ..Default::default()
+        }),
+        cpu_time: Gathered::Available(CpuTime {
+            basis: "window 1.00 s".into(),
+            steal_share: None,
+            busy_share: Some(0.73),
+        }),
+        partition: Gathered::Available(Some(partition)),
+        counters: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read hardware counters yet".into(),
+        ),
     }
 }

@@ -61,7 +61,7 @@ pub async fn collect(
                 .filter(|f| f.same_host == Some(true))
                 .and_then(|f| f.variables.get(Var::PidFile.name()))
                 .map(String::as_str);
-            window = Some(os::begin(roots, pid_file));
+            window = Some(os::begin(roots, pid_file, opts.sample_window));
         };
         let out = mariadb::collect(
             &opts.candidates,
@@ -75,7 +75,7 @@ pub async fn collect(
         snap.collectors.extend(out.runs);
         stats.sql_statements = out.statements;
     }
-    let window = window.unwrap_or_else(|| os::begin(roots, None));
+    let window = window.unwrap_or_else(|| os::begin(roots, None, opts.sample_window));
     let started = Instant::now();
     let facts: OsFacts = os::finish(window, opts.sample_window);
     let failed: Vec<String> = os_failures(&facts);

@@ -10,6 +10,7 @@ mod pd201_innodb_checksum_software;
 mod pd202_mariadb_old_write_scalability;
 mod pd203_innodb_native_aio_off;
 mod pd204_performance_schema_off;
+mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
 pub(crate) mod pd401_lpar_donating_mode;
@@ -21,6 +22,7 @@ mod pd406_dscr_default;
 mod pd407_entitlement_low_per_vcpu;
 mod pd501_numa_memoryless_nodes;
 mod pd502_working_set_exceeds_l3;
+mod pd601_aix_gcc_build;
 mod pd602_allocator_default;
 
 pub use mhnsw::{GraphEstimate, estimate_graph_bytes};
@@ -31,6 +33,7 @@ pub use pd201_innodb_checksum_software::InnodbChecksumSoftware;
 pub use pd202_mariadb_old_write_scalability::MariadbOldWriteScalability;
 pub use pd203_innodb_native_aio_off::InnodbNativeAioOff;
 pub use pd204_performance_schema_off::PerformanceSchemaOff;
+pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
 pub use pd401_lpar_donating_mode::LparDonatingMode;
@@ -42,6 +45,7 @@ pub use pd406_dscr_default::DscrDefault;
 pub use pd407_entitlement_low_per_vcpu::EntitlementLowPerVcpu;
 pub use pd501_numa_memoryless_nodes::NumaMemorylessNodes;
 pub use pd502_working_set_exceeds_l3::WorkingSetExceedsL3;
+pub use pd601_aix_gcc_build::AixGccBuild;
 pub use pd602_allocator_default::AllocatorDefault;
 
 /// Every rule, in code order.
@@ -53,6 +57,7 @@ pub static RULES: &[&dyn Rule] = &[
     &MariadbOldWriteScalability,
     &InnodbNativeAioOff,
     &PerformanceSchemaOff,
+    &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
     &LparDonatingMode,
@@ -64,6 +69,7 @@ pub static RULES: &[&dyn Rule] = &[
     &EntitlementLowPerVcpu,
     &NumaMemorylessNodes,
     &WorkingSetExceedsL3,
+    &AixGccBuild,
     &AllocatorDefault,
 ];
 
@@ -190,6 +196,7 @@ mod registry_tests {
             ("PD202", Severity::Warning),
             ("PD203", Severity::Info),
             ("PD204", Severity::Info),
+            ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
             ("PD401", Severity::Critical),
@@ -201,6 +208,7 @@ mod registry_tests {
             ("PD407", Severity::Warning),
             ("PD501", Severity::Warning),
             ("PD502", Severity::Info),
+            ("PD601", Severity::Info),
             ("PD602", Severity::Info),
         ];
         for (code, sev) in expect {
@@ -296,6 +304,8 @@ pub(crate) mod tests_support {
             SnapshotBuilder::new()
                 .os(|o| on_power_lpar(o, lpar(true, false, false, 3.0, 12), 20, 1))
                 .build(),
+            // AIX as the field report found it: GCC build, 4 KB pages, no LDR_CNTRL.
+            SnapshotBuilder::new().aix().build(),
         ]
     }
 }

@@ -6,9 +6,12 @@ declare_rule! {
     /// time (`/proc/stat` over the sample window, or since boot when reading a recorded tree),
     /// and on PowerVM the share of dispatches that land on another processor
     /// (`dispatch_dispersions` / `dispatches` from lparcfg) or on a far NUMA node
-    /// (`vcpudispatch_stats`). Fails when steal exceeds 5% of CPU time, dispersions exceed 30%
-    /// of dispatches, or far dispatches exceed 10%. All three thresholds are *heuristic*: there
-    /// is no published cut-off.
+    /// (`vcpudispatch_stats`); on AIX, where shared partitions have no steal or dispersion
+    /// counter, the share of virtual context switches that were involuntary (perfstat
+    /// `invol_virt_cswitch` / all virtual context switches: the hypervisor took the processor).
+    /// Fails when steal exceeds 5% of CPU time, dispersions exceed 30% of dispatches, far
+    /// dispatches exceed 10%, or involuntary switches exceed 30% of all. All four thresholds are
+    /// *heuristic*: there is no published cut-off.
     ///
     /// ### Why is this bad?
     /// A preempted virtual processor stops mid-query, and when it runs again its L2/L3 lines
@@ -34,6 +37,7 @@ declare_rule! {
 const MAX_STEAL: f64 = 0.05;
 const MAX_DISPERSIONS: f64 = 0.30;
 const MAX_FAR: f64 = 0.10;
+const MAX_INVOLUNTARY: f64 = 0.30;
 
 impl Rule for HypervisorPreemption {
     fn meta(&self) -> &'static RuleMeta {
@@ -54,36 +58,44 @@ impl Rule for HypervisorPreemption {
                 ));
             }
         }
-        if let Ok(p) = s.partition() {
+        if let Ok(p) = s.partition()
+            && let Some(d) = p.dispatches.filter(|d| *d > 0)
+        {
             let basis = p.counters_basis.as_deref().unwrap_or("since boot");
-            if let (Some(d), Some(x)) = (p.dispatches, p.dispatch_dispersions)
-                && d > 0
-            {
-                let share = x as f64 / d as f64;
-                evidence.push(format!(
-                    "{x} dispatch dispersions in {d} dispatches, {} ({basis})",
-                    pct(share)
-                ));
-                if share > MAX_DISPERSIONS {
-                    problems.push(format!(
-                        "{} of dispatches land on another processor",
+            let mut judge = |count: Option<u64>, what: &str, problem: &str, limit: f64| {
+                if let Some(n) = count {
+                    let share = n as f64 / d as f64;
+                    evidence.push(format!(
+                        "{n} {what} in {d} dispatches, {} ({basis})",
                         pct(share)
                     ));
-                }
-                if let Some(far) = p.far_dispatches {
-                    let far_share = far as f64 / d as f64;
-                    evidence.push(format!(
-                        "{far} dispatches on a far NUMA node, {}",
-                        pct(far_share)
-                    ));
-                    if far_share > MAX_FAR {
+                    if share > limit {
                         problems.push(format!(
-                            "{} of dispatches land on a far NUMA node",
-                            pct(far_share)
+                            "{} of {problem} (heuristic limit {})",
+                            pct(share),
+                            pct(limit)
                         ));
                     }
                 }
-            }
+            };
+            judge(
+                p.dispatch_dispersions,
+                "dispatch dispersions",
+                "dispatches land on another processor",
+                MAX_DISPERSIONS,
+            );
+            judge(
+                p.far_dispatches,
+                "far-node dispatches",
+                "dispatches land on a far NUMA node",
+                MAX_FAR,
+            );
+            judge(
+                p.involuntary_vcsw,
+                "involuntary virtual context switches",
+                "virtual processor switches were involuntary",
+                MAX_INVOLUNTARY,
+            );
         }
         if evidence.is_empty() {
             return Err(Verdict::insufficient(
@@ -137,6 +149,26 @@ mod tests {
         p.dispatch_dispersions = Some(1);
         p.far_dispatches = Some(200_000);
         assert_eq!(check(0.0, Some(p)).status, Status::Fail);
+    }
+
+    #[test]
+    fn aix_involuntary_switches() {
+        let mut p = lpar(true, false, false, 3.0, 12);
+        p.dispatch_dispersions = None;
+        p.involuntary_vcsw = Some(400_000);
+        let s = SnapshotBuilder::new()
+            .os(|o| {
+                o.cpu_time = Gathered::Available(CpuTime {
+                    basis: "window 1.00 s".into(),
+                    steal_share: None,
+                    busy_share: Some(0.5),
+                });
+                on_power_lpar(o, p, 96, 8);
+            })
+            .build();
+        let v = HypervisorPreemption.check(&s).unwrap_or_else(|v| v);
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(v.summary.contains("involuntary"), "{}", v.summary);
     }
 
     #[test]

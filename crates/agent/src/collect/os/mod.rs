@@ -1,6 +1,10 @@
 //! Operating-system collectors. `cfg` picks the backend; every backend returns [`OsFacts`] whose
 //! sections are gathered independently.
 
+// The AIX collector's translation and command parsers are tested on every platform; only its
+// live glue (`aix::Window`) needs AIX.
+#[cfg(any(target_os = "aix", test))]
+mod aix;
 #[cfg(target_os = "linux")]
 mod linux;
 
@@ -75,22 +79,31 @@ impl Roots {
 pub struct Window {
     #[cfg(target_os = "linux")]
     inner: linux::Window,
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "aix")]
+    inner: aix::Window,
+    #[cfg(not(any(target_os = "linux", target_os = "aix")))]
     roots: Roots,
 }
 
-/// Starts the sample window. `pid_file` is the server's `@@pid_file` when powerdiag is connected
-/// to a server on this host: it names the mariadbd to look at.
-pub fn begin(roots: &Roots, pid_file: Option<&str>) -> Window {
+/// Starts a sample window that will last at least `window` (zero: no window, no counters).
+/// `pid_file` is the server's `@@pid_file` when powerdiag is connected to a server on this
+/// host: it names the mariadbd to look at.
+pub fn begin(roots: &Roots, pid_file: Option<&str>, window: Duration) -> Window {
     #[cfg(target_os = "linux")]
     {
         Window {
-            inner: linux::Window::begin(roots, pid_file),
+            inner: linux::Window::begin(roots, pid_file, window),
         }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "aix")]
     {
-        let _ = pid_file;
+        Window {
+            inner: aix::Window::begin(roots, pid_file, window),
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "aix")))]
+    {
+        let _ = (pid_file, window);
         Window {
             roots: roots.clone(),
         }
@@ -103,7 +116,11 @@ pub fn finish(w: Window, min_window: Duration) -> OsFacts {
     {
         w.inner.finish(min_window)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "aix")]
+    {
+        w.inner.finish(min_window)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "aix")))]
     {
         let _ = min_window;
         OsFacts::unavailable(

@@ -125,6 +125,34 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
     Ok(cpu)
 }
 
+/// Σ SPURR and Σ PURR over the online CPUs (POWER, root only: mode 0400). The kernel prints
+/// them in hex (arch/powerpc/kernel/sysfs.c).
+pub(super) fn spurr_purr(r: &Roots) -> Option<(u64, u64)> {
+    let online = parse_cpu_list(&read_trim(&r.sys("devices/system/cpu/online")).ok()?).ok()?;
+    let hex = |p: std::path::PathBuf| -> Option<u64> {
+        let t = read_trim(&p).ok()?;
+        u64::from_str_radix(t.trim_start_matches("0x"), 16).ok()
+    };
+    let (mut s, mut p) = (0u64, 0u64);
+    for n in online {
+        let dir = r.sys(format!("devices/system/cpu/cpu{n}"));
+        s = s.saturating_add(hex(dir.join("spurr"))?);
+        p = p.saturating_add(hex(dir.join("purr"))?);
+    }
+    Some((s, p))
+}
+
+/// Effective/nominal ratio from two SPURR/PURR samples (or one, since boot).
+pub(super) fn spurr_ratio(earlier: Option<(u64, u64)>, now: (u64, u64)) -> Option<(f64, bool)> {
+    match earlier {
+        Some((s0, p0)) if now.1 > p0 => {
+            Some((now.0.saturating_sub(s0) as f64 / (now.1 - p0) as f64, true))
+        }
+        _ if now.1 > 0 => Some((now.0 as f64 / now.1 as f64, false)),
+        _ => None,
+    }
+}
+
 /// `2750.000000MHz` → 2750.0.
 pub(super) fn parse_mhz(s: &str) -> Option<f64> {
     let v: f64 = s.trim().trim_end_matches("MHz").trim().parse().ok()?;
@@ -156,6 +184,17 @@ fn first_policy(r: &Roots) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spurr_over_purr() {
+        assert_eq!(
+            spurr_ratio(Some((100, 100)), (238, 200)),
+            Some((1.38, true))
+        );
+        assert_eq!(spurr_ratio(None, (275, 250)), Some((1.1, false)));
+        assert_eq!(spurr_ratio(Some((5, 5)), (5, 5)), Some((1.0, false)));
+        assert_eq!(spurr_ratio(None, (0, 0)), None);
+    }
 
     #[test]
     fn mhz() {

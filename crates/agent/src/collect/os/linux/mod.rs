@@ -26,15 +26,17 @@ pub(super) struct Window {
     process: Result<(u32, String), String>,
     ticks: Option<stat::Ticks>,
     lpar: Option<lparcfg::Fields>,
+    spurr_purr: Option<(u64, u64)>,
     perf: Option<perf::Session>,
 }
 
 impl Window {
-    pub(super) fn begin(roots: &Roots, pid_file: Option<&str>) -> Window {
+    pub(super) fn begin(roots: &Roots, pid_file: Option<&str>, window: Duration) -> Window {
         let live = roots.is_live();
         let process = process::find(roots, pid_file);
+        // Opening a counter per thread and event costs ~0.1 ms each: only with a window.
         let perf = match (&process, live) {
-            (Ok((pid, _)), true) => Some(perf::start(roots, *pid)),
+            (Ok((pid, _)), true) if !window.is_zero() => Some(perf::start(roots, *pid)),
             _ => None,
         };
         Window {
@@ -50,6 +52,7 @@ impl Window {
             } else {
                 None
             },
+            spurr_purr: if live { cpu::spurr_purr(roots) } else { None },
             process,
             perf,
         }
@@ -67,6 +70,9 @@ impl Window {
         let counters = match (self.perf, &self.process) {
             (Some(s), _) => Gathered::Available(perf::finish(s, window)),
             (None, _) if !live => Gathered::Unavailable(NOT_LIVE.into()),
+            (None, Ok(_)) if min_window.is_zero() => Gathered::Unavailable(
+                "not collected: the sample window is 0 (--sample-window)".into(),
+            ),
             (None, Err(why)) => Gathered::Unavailable(format!("no process to count: {why}")),
             (None, Ok(_)) => Gathered::Available(PerfCounters::default()),
         };
@@ -91,6 +97,19 @@ impl Window {
         let mut cpu = cpu::collect(r);
         if let (Ok(c), Ok(t)) = (&mut cpu, &cpu_time) {
             c.busy_share = t.busy_share;
+        }
+        // POWER: effective frequency = ΔSPURR/ΔPURR × nominal (as powerpc-utils' lparstat -E).
+        if let Ok(c) = &mut cpu
+            && let Some(nominal) = c.nominal_mhz
+            && let Some(now) = cpu::spurr_purr(r)
+            && let Some((ratio, windowed)) = cpu::spurr_ratio(self.spurr_purr, now)
+        {
+            c.effective_mhz = Some(ratio * nominal);
+            c.effective_source = Some(if windowed {
+                format!("SPURR/PURR over {secs:.2} s")
+            } else {
+                "SPURR/PURR since boot".into()
+            });
         }
         let partition = lparcfg::read_fields(r).map(|now| {
             now.map(|now| {

@@ -11,25 +11,32 @@ use crate::collect::os::Roots;
 pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, String> {
     let online = parse_cpu_list(&read_trim(&r.sys("devices/system/cpu/online"))?)?;
     let mut caches: BTreeMap<(u32, String, String), u64> = BTreeMap::new();
+    // Per cache index, the CPUs already covered by a cache seen on another CPU: a shared cache
+    // is read once, not once per CPU (on a 96-CPU POWER9 that is ~10× fewer files).
+    let mut covered: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
     for n in &online {
         let dir = r.sys(format!("devices/system/cpu/cpu{n}/cache"));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for e in entries.filter_map(Result::ok) {
-            let p = e.path();
-            if !p
-                .file_name()
-                .and_then(|f| f.to_str())
-                .is_some_and(|f| f.starts_with("index"))
-            {
+            let index = e.file_name().to_string_lossy().into_owned();
+            if !index.starts_with("index") || covered.get(&index).is_some_and(|c| c.contains(n)) {
                 continue;
             }
-            let (Ok(level), Ok(kind), Ok(size), Ok(shared)) = (
+            let p = e.path();
+            let Ok(shared) = read_trim(&p.join("shared_cpu_list")) else {
+                continue;
+            };
+            let shared_cpus = parse_cpu_list(&shared).unwrap_or_default();
+            covered
+                .entry(index)
+                .or_default()
+                .extend(shared_cpus.iter().copied());
+            let (Ok(level), Ok(kind), Ok(size)) = (
                 read_trim(&p.join("level")),
                 read_trim(&p.join("type")),
                 read_trim(&p.join("size")),
-                read_trim(&p.join("shared_cpu_list")),
             ) else {
                 continue;
             };
@@ -37,9 +44,11 @@ pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, St
                 continue;
             };
             // Normalise the list so "0-1" and "0,1" are the same cache.
-            let shared = parse_cpu_list(&shared)
-                .map(|c| format_cpu_list(&c))
-                .unwrap_or(shared);
+            let shared = if shared_cpus.is_empty() {
+                shared
+            } else {
+                format_cpu_list(&shared_cpus)
+            };
             caches.insert((level, kind, shared), size);
         }
     }

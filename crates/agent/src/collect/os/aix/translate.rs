@@ -1,0 +1,475 @@
+//! Raw libperfstat values, plus the parsed output of the commands in [`super::ps`], → the
+//! snapshot's [`OsFacts`]. Pure: no I/O and no clock (the window length comes in as a
+//! number), so it compiles and is tested on every platform with values built from the
+//! perfstat-sys types. See `README.md` next to this file for the mapping table.
+
+use perfstat_sys::{
+    PAGE_16M, PartitionTotal, PartitionTotalLayout, name_bytes, perfstat_cpu_total_t,
+    perfstat_memory_page_t, perfstat_partition_config_t, perfstat_partition_total_t,
+    perfstat_process_t, processor_mhz,
+};
+use powerdiag_rules::{
+    Allocator, Compiler, CpuFacts, CpuTime, Gathered, MemoryFacts, OsFacts, PartitionFacts,
+    ProcessFacts,
+};
+
+use super::ps::PageSizes;
+
+/// Process names of a MariaDB (or MySQL) server.
+pub(crate) const NAMES: [&str; 2] = ["mariadbd", "mysqld"];
+
+const TOPOLOGY: &str = "unavailable: the AIX collector does not read cache and NUMA topology yet";
+const COUNTERS: &str = "unavailable: the AIX collector does not read hardware counters yet";
+
+/// What the AIX collector read for one sample window, before any interpretation. Each part is
+/// the value or the reason it could not be read.
+#[derive(Debug, Clone)]
+pub(crate) struct Raw {
+    /// Wall-clock length of the window, seconds.
+    pub(crate) window_secs: f64,
+    /// `perfstat_partition_total` at the start of the window; `None` when it failed (the
+    /// counters are then read since boot).
+    pub(crate) before: Option<PartitionTotal>,
+    /// `perfstat_partition_total` at the end of the window.
+    pub(crate) now: Result<PartitionTotal, String>,
+    pub(crate) config: Result<perfstat_partition_config_t, String>,
+    pub(crate) cpu_total: Result<perfstat_cpu_total_t, String>,
+    /// The filled entries of `perfstat_memory_page` (one per page size).
+    pub(crate) pages: Result<Vec<perfstat_memory_page_t>, String>,
+    /// `os_default_pd` from `dscrctl -q`.
+    pub(crate) dscr: Result<u64, String>,
+    pub(crate) process: Result<RawProcess, String>,
+}
+
+/// What was read about mariadbd.
+#[derive(Debug, Clone)]
+pub(crate) struct RawProcess {
+    pub(crate) pid: u32,
+    /// `pid_file` or `process name`.
+    pub(crate) found_by: String,
+    pub(crate) perfstat: Result<perfstat_process_t, String>,
+    pub(crate) page_sizes: Result<PageSizes, String>,
+    /// `LDR_CNTRL` from its environment: `Ok(None)` = environment read, not set.
+    pub(crate) ldr_cntrl: Result<Option<String>, String>,
+    /// Loaded modules (`procldd`).
+    pub(crate) modules: Result<Vec<String>, String>,
+}
+
+/// The snapshot's OS facts from one window's raw values.
+pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
+    let window: Result<Window, String> = match &raw.now {
+        Ok(now) => Ok(Window::of(now, raw.before.as_ref(), raw.window_secs)),
+        Err(e) => Err(e.clone()),
+    };
+    OsFacts {
+        source: "live".into(),
+        cpu: gathered(cpu(raw, window.as_ref().ok())),
+        topology: Gathered::Unavailable(TOPOLOGY.into()),
+        memory: gathered(memory(raw)),
+        process: gathered(process(raw)),
+        cpu_time: gathered(window.as_ref().map_err(Clone::clone).map(|w| CpuTime {
+            basis: w.basis.clone(),
+            steal_share: w.steal_share,
+            busy_share: w.busy_share,
+        })),
+        partition: gathered(match (&raw.now, &window) {
+            (Ok(now), Ok(w)) => Ok(partition(now, w)),
+            (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+        }),
+        counters: Gathered::Unavailable(COUNTERS.into()),
+    }
+}
+
+fn gathered<T>(r: Result<T, String>) -> Gathered<T> {
+    match r {
+        Ok(v) => Gathered::Available(v),
+        Err(e) => Gathered::Unavailable(e),
+    }
+}
+
+/// `perfstat_partition_total` counters over the window (or since boot), and what follows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Window {
+    /// `window 1.00 s` or `since boot`.
+    pub(crate) basis: String,
+    /// Δ(puser + psys) / Δ(puser + psys + pidle + pwait): the busy share of the processor
+    /// time the partition consumed.
+    pub(crate) busy_share: Option<f64>,
+    /// Effective / nominal frequency: ΔSPURR/ΔPURR.
+    pub(crate) spurr_ratio: Option<f64>,
+    pub(crate) spurr_source: Option<String>,
+    /// Dedicated partitions: Δbusy_stolen_purr over all the partition's processor time
+    /// (consumed + donated + stolen). `None` on shared partitions, which have no such counter.
+    pub(crate) steal_share: Option<f64>,
+    pub(crate) involuntary_vcsw: u64,
+    pub(crate) voluntary_vcsw: u64,
+    pub(crate) phantom_interrupts: u64,
+    // Not in the snapshot yet: `PartitionFacts` has no fields for them (README, "Open items").
+    /// Physical processors consumed (`lparstat` physc): ΔPURR / Δtimebase.
+    #[cfg_attr(not(test), allow(dead_code, reason = "no PartitionFacts field yet"))]
+    pub(crate) consumed_cpus: Option<f64>,
+    /// Idle processors in the shared pool (`lparstat` app): Δpool_idle_time (ns) over the
+    /// window; needs `pool_util_authority`.
+    #[cfg_attr(not(test), allow(dead_code, reason = "no PartitionFacts field yet"))]
+    pub(crate) pool_idle_cpus: Option<f64>,
+    /// Δ(idle_donated_purr + busy_donated_purr), timebase ticks.
+    #[cfg_attr(not(test), allow(dead_code, reason = "no PartitionFacts field yet"))]
+    pub(crate) donated_purr: u64,
+    /// Δ(idle_stolen_purr + busy_stolen_purr), timebase ticks.
+    #[cfg_attr(not(test), allow(dead_code, reason = "no PartitionFacts field yet"))]
+    pub(crate) stolen_purr: u64,
+}
+
+impl Window {
+    /// Deltas from `before` to `now`; totals since boot when there is no usable `before`.
+    pub(crate) fn of(now: &PartitionTotal, before: Option<&PartitionTotal>, secs: f64) -> Window {
+        let t = &now.data;
+        let b = before
+            .filter(|b| t.timebase_last > b.data.timebase_last)
+            .map(|b| &b.data);
+        let d = |f: fn(&perfstat_partition_total_t) -> u64| match b {
+            Some(b) => f(t).saturating_sub(f(b)),
+            None => f(t),
+        };
+        let (basis, over) = match b {
+            Some(_) => (format!("window {secs:.2} s"), format!("over {secs:.2} s")),
+            None => ("since boot".to_owned(), "since boot".to_owned()),
+        };
+        let flags = t.type_.flags();
+        let busy = d(|x| x.puser).saturating_add(d(|x| x.psys));
+        let purr = busy
+            .saturating_add(d(|x| x.pidle))
+            .saturating_add(d(|x| x.pwait));
+        let share = |part: u64, whole: u64| (whole > 0).then(|| part as f64 / whole as f64);
+
+        // SPURR/PURR: while busy (user + system) when the partition runs in SPURR mode, else
+        // the 7.1 total counters.
+        let busy_spurr = d(|x| x.puser_spurr).saturating_add(d(|x| x.psys_spurr));
+        let counters_filled = now.layout == PartitionTotalLayout::Aix71
+            && before.is_none_or(|b| b.layout == PartitionTotalLayout::Aix71);
+        let (spurr_ratio, spurr_source) = if t.spurrflag != 0 && busy > 0 && busy_spurr > 0 {
+            (
+                share(busy_spurr, busy),
+                Some(format!("SPURR/PURR (user+system) {over}")),
+            )
+        } else if counters_filled && d(|x| x.purr_counter) > 0 && d(|x| x.spurr_counter) > 0 {
+            (
+                share(d(|x| x.spurr_counter), d(|x| x.purr_counter)),
+                Some(format!("SPURR/PURR {over}")),
+            )
+        } else {
+            (None, None)
+        };
+
+        let donated = d(|x| x.idle_donated_purr).saturating_add(d(|x| x.busy_donated_purr));
+        let stolen = d(|x| x.idle_stolen_purr).saturating_add(d(|x| x.busy_stolen_purr));
+        let steal_share = if flags.shared_enabled() {
+            None
+        } else {
+            share(
+                d(|x| x.busy_stolen_purr),
+                purr.saturating_add(donated).saturating_add(stolen),
+            )
+        };
+        let timebase = d(|x| x.timebase_last);
+        let pool_idle_cpus =
+            (flags.shared_enabled() && flags.pool_util_authority() && b.is_some() && secs > 0.0)
+                .then(|| d(|x| x.pool_idle_time) as f64 / (secs * 1e9));
+        Window {
+            basis,
+            busy_share: share(busy, purr),
+            spurr_ratio,
+            spurr_source,
+            steal_share,
+            involuntary_vcsw: d(|x| x.invol_virt_cswitch),
+            voluntary_vcsw: d(|x| x.vol_virt_cswitch),
+            phantom_interrupts: d(|x| x.phantintrs),
+            consumed_cpus: share(purr, timebase),
+            pool_idle_cpus,
+            donated_purr: donated,
+            stolen_purr: stolen,
+        }
+    }
+}
+
+/// `Some(v)` for positive values of a C int.
+fn positive(v: i32) -> Option<u32> {
+    u32::try_from(v).ok().filter(|v| *v > 0)
+}
+
+fn text(name: &[core::ffi::c_char]) -> Option<String> {
+    let s = String::from_utf8_lossy(name_bytes(name)).trim().to_owned();
+    (!s.is_empty()).then_some(s)
+}
+
+fn cpu(raw: &Raw, window: Option<&Window>) -> Result<CpuFacts, String> {
+    let total = raw.now.as_ref().ok().map(|t| &t.data);
+    let config = raw.config.as_ref().ok();
+    let cpu_total = raw.cpu_total.as_ref().ok();
+    if total.is_none() && config.is_none() && cpu_total.is_none() {
+        return Err(reasons(&[
+            raw.now.as_ref().err(),
+            raw.config.as_ref().err(),
+            raw.cpu_total.as_ref().err(),
+        ]));
+    }
+    let smt_enabled = total
+        .map(|t| t.type_.flags())
+        .or_else(|| config.map(|c| c.conf.flags()))
+        .map(|f| f.smt_enabled());
+    let smt = total
+        .map(|t| t.smt_thrds)
+        .filter(|n| *n > 0)
+        .or_else(|| config.map(|c| c.smtthreads).filter(|n| *n > 0));
+    let threads = total
+        .map(|t| t.online_lcpus)
+        .filter(|n| *n > 0)
+        .or_else(|| config.map(|c| c.lcpus).filter(|n| *n > 0))
+        .or_else(|| cpu_total.and_then(|c| positive(c.ncpus)))
+        .unwrap_or(0);
+    let cores = total
+        .and_then(|t| positive(t.online_cpus))
+        .or_else(|| config.and_then(|c| u32::try_from(c.vcpus.online).ok().filter(|n| *n > 0)));
+    let model = cpu_total
+        .and_then(|c| text(&c.description))
+        .or_else(|| config.and_then(|c| text(&c.processorFamily)));
+    let (nominal_mhz, nominal_source) = match (
+        config
+            .map(processor_mhz)
+            .filter(|m| m.is_finite() && *m > 0.0),
+        cpu_total.map(|c| c.processorHZ).filter(|hz| *hz > 0),
+    ) {
+        (Some(mhz), _) => (
+            Some(mhz),
+            Some("perfstat_partition_config processorMHz".to_owned()),
+        ),
+        (None, Some(hz)) => (
+            Some(hz as f64 / 1e6),
+            Some("perfstat_cpu_total processorHZ".to_owned()),
+        ),
+        (None, None) => (None, None),
+    };
+    let (effective_mhz, effective_source) = match (window.and_then(|w| w.spurr_ratio), nominal_mhz)
+    {
+        (Some(r), Some(n)) => (Some(r * n), window.and_then(|w| w.spurr_source.clone())),
+        _ => (None, None),
+    };
+    Ok(CpuFacts {
+        model,
+        // AIX runs big-endian 64-bit on POWER only.
+        architecture: "ppc64".into(),
+        power: true,
+        cores,
+        threads,
+        threads_per_core: smt,
+        smt_control: match (smt_enabled, smt) {
+            (Some(false), _) => Some("off".into()),
+            (_, Some(n)) => Some(format!("smt{n}")),
+            (_, None) => None,
+        },
+        smt_active: smt.map(|n| n > 1 && smt_enabled != Some(false)),
+        nominal_mhz,
+        nominal_source,
+        effective_mhz,
+        effective_source,
+        busy_share: window.and_then(|w| w.busy_share),
+        dscr_default: raw.dscr.as_ref().ok().copied(),
+        ..Default::default()
+    })
+}
+
+fn reasons(errs: &[Option<&String>]) -> String {
+    errs.iter()
+        .flatten()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `None`: not a logical partition.
+fn partition(now: &PartitionTotal, w: &Window) -> Option<PartitionFacts> {
+    let t = &now.data;
+    let f = t.type_.flags();
+    if !f.lpar_enabled() {
+        return None;
+    }
+    let shared = f.shared_enabled();
+    Some(PartitionFacts {
+        shared,
+        capped: f.capped(),
+        donating: f.donate_enabled(),
+        entitled_capacity: (t.entitled_proc_capacity > 0)
+            .then(|| f64::from(t.entitled_proc_capacity) / 100.0),
+        online_vcpus: positive(t.online_cpus),
+        max_vcpus: positive(t.max_cpus),
+        smt_threads: Some(t.smt_thrds).filter(|n| *n > 0),
+        pool_id: if shared {
+            u32::try_from(t.pool_id).ok()
+        } else {
+            None
+        },
+        pool_cpus: if shared {
+            positive(t.phys_cpus_pool).map(f64::from)
+        } else {
+            None
+        },
+        counters_basis: Some(w.basis.clone()),
+        // lparstat's vcsw: every virtual context switch is a (re)dispatch of a virtual
+        // processor, as Linux's lparcfg `dispatches` is.
+        dispatches: Some(w.involuntary_vcsw.saturating_add(w.voluntary_vcsw)),
+        // No perfstat_partition_total counterpart (Linux: vcpudispatch_stats).
+        dispatch_dispersions: None,
+        involuntary_vcsw: Some(w.involuntary_vcsw),
+        voluntary_vcsw: Some(w.voluntary_vcsw),
+        phantom_interrupts: Some(w.phantom_interrupts),
+        far_dispatches: None,
+    })
+}
+
+fn memory(raw: &Raw) -> Result<MemoryFacts, String> {
+    let pages = raw.pages.as_ref().map_err(Clone::clone)?;
+    let mut sizes: Vec<u64> = pages.iter().map(|p| p.psize).filter(|s| *s > 0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() {
+        return Err("perfstat_memory_page reported no page sizes".into());
+    }
+    // The 16 MB large-page pool (vmo lgpg_regions) is AIX's counterpart of Linux's HugeTLB
+    // pool: pinned, reserved up front, used only on request.
+    let large = pages.iter().find(|p| p.psize == PAGE_16M);
+    Ok(MemoryFacts {
+        base_page_bytes: sizes.first().copied(),
+        hugepages_total: large.map(|p| p.real_total),
+        hugepages_free: large.map(|p| p.real_free),
+        hugepage_bytes: large.map(|_| PAGE_16M),
+        page_sizes: sizes,
+        ..Default::default()
+    })
+}
+
+fn process(raw: &Raw) -> Result<ProcessFacts, String> {
+    let p = raw.process.as_ref().map_err(Clone::clone)?;
+    let ps = p.perfstat.as_ref().ok();
+    let sizes = p.page_sizes.as_ref().ok();
+    let (compiler, compiler_evidence, allocator, allocator_evidence) = match &p.modules {
+        Ok(modules) => {
+            let (c, ce) = compiler(modules);
+            let (a, ae) = allocator(modules);
+            (c, Some(ce), Some(a), Some(ae))
+        }
+        Err(why) => (None, Some(why.clone()), None, None),
+    };
+    Ok(ProcessFacts {
+        pid: p.pid,
+        name: ps
+            .and_then(|s| text(&s.proc_name))
+            .unwrap_or_else(|| NAMES[0].to_owned()),
+        found_by: p.found_by.clone(),
+        // perfstat_process_t::real_inuse is in KB (text, data, shared libraries, file pages,
+        // shared memory and mappings).
+        rss_bytes: ps.map(|s| s.real_inuse.saturating_mul(1024)),
+        data_page_bytes: sizes.and_then(|s| s.data),
+        text_page_bytes: sizes.and_then(|s| s.text),
+        stack_page_bytes: sizes.and_then(|s| s.stack),
+        ldr_cntrl: match &p.ldr_cntrl {
+            Ok(Some(v)) => Some(v.clone()),
+            Ok(None) => Some(String::new()),
+            Err(_) => None,
+        },
+        allocator,
+        allocator_evidence,
+        compiler,
+        compiler_evidence,
+        threads: ps.and_then(|s| u32::try_from(s.num_threads).ok()),
+        ..Default::default()
+    })
+}
+
+/// The archive (or file) name and the member of a loaded module:
+/// `/usr/lib/libc.a[shr_64.o]` → (`libc.a`, `shr_64.o`).
+fn module_names(module: &str) -> (&str, &str) {
+    let (path, member) = match module.split_once('[') {
+        Some((p, m)) => (p, m.trim_end_matches(']')),
+        None => (module, ""),
+    };
+    (path.rsplit('/').next().unwrap_or(path), member)
+}
+
+/// Which compiler's C++ runtime is loaded, and the evidence in words.
+///
+/// GCC: `libstdc++` or `libgcc_s` (AIX Toolbox, `/opt/freeware`); IBM Open XL: LLVM `libc++` /
+/// `libc++abi` (fileset `libc++.rte`); IBM XL C/C++ (classic): `libC.a`.
+pub(crate) fn compiler(modules: &[String]) -> (Option<Compiler>, String) {
+    let find = |pred: &dyn Fn(&str, &str) -> bool| {
+        modules.iter().find(|m| {
+            let (file, member) = module_names(m);
+            pred(file, member)
+        })
+    };
+    let starts = |prefix: &'static str| {
+        move |f: &str, m: &str| f.starts_with(prefix) || m.starts_with(prefix)
+    };
+    let stdcxx = find(&starts("libstdc++"));
+    let libgcc = find(&starts("libgcc_s"));
+    let libcxx = find(&starts("libc++"));
+    let toolbox = |m: &str| {
+        if m.starts_with("/opt/freeware/") {
+            " (AIX Toolbox)"
+        } else {
+            ""
+        }
+    };
+    match (stdcxx.or(libgcc), libcxx) {
+        (Some(g), Some(x)) => (
+            None,
+            format!(
+                "both GCC's {g} and Open XL's {x} are loaded; which one mariadbd itself uses cannot be told"
+            ),
+        ),
+        (Some(g), None) => (
+            Some(Compiler::Gcc),
+            format!("GCC runtime loaded: {g}{}", toolbox(g)),
+        ),
+        (None, Some(x)) => (
+            Some(Compiler::OpenXl),
+            format!("Open XL runtime loaded: {x} (LLVM libc++)"),
+        ),
+        (None, None) => match find(&|f, _| f == "libC.a") {
+            Some(xlc) => (
+                Some(Compiler::Other),
+                format!("IBM XL C/C++ runtime loaded: {xlc}"),
+            ),
+            None => (
+                None,
+                format!(
+                    "no GCC (libstdc++, libgcc_s) or Open XL (libc++) runtime among its {} loaded modules (statically linked?)",
+                    modules.len()
+                ),
+            ),
+        },
+    }
+}
+
+/// Which allocator library is loaded (as on Linux: jemalloc, tcmalloc, mimalloc, else the C
+/// library's malloc).
+pub(crate) fn allocator(modules: &[String]) -> (Allocator, String) {
+    for (prefix, kind) in [
+        ("libjemalloc", Allocator::Jemalloc),
+        ("libtcmalloc", Allocator::Tcmalloc),
+        ("libmimalloc", Allocator::Mimalloc),
+    ] {
+        if let Some(m) = modules.iter().find(|m| {
+            let (file, member) = module_names(m);
+            file.starts_with(prefix) || member.starts_with(prefix)
+        }) {
+            return (kind, m.clone());
+        }
+    }
+    (
+        Allocator::Libc,
+        "no jemalloc, tcmalloc or mimalloc library loaded".into(),
+    )
+}
+
+#[cfg(test)]
+mod tests;
