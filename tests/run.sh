@@ -73,4 +73,4 @@ for s in "${SERVERS[@]}"; do
 done
 
 step "cargo test"
-cargo test --workspace --all-targets --locked -- --test-threads "${POWERDIAG_TEST_THREADS:-4}"
+cargo test --workspace --locked -- --test-threads "${POWERDIAG_TEST_THREADS:-4}"

@@ -8,6 +8,7 @@
 
 mod cli;
 mod errors;
+mod examples;
 mod linux_fixtures;
 mod live_host;
 mod mariadb1011;

@@ -29,6 +29,41 @@ pub(crate) enum Command {
     Rules(RulesArgs),
     /// Print a rule's full explanation, its evidence from field reports, and the remediation
     Explain(ExplainArgs),
+    /// Collect one snapshot of every fact doctor uses (no secrets) and write it as JSON
+    ///
+    /// Replay it anywhere with `powerdiag doctor --from FILE`; compare two hosts with
+    /// `powerdiag diff A B`. The schema is docs/snapshot.schema.json.
+    Collect(CollectCmd),
+    /// Compare two snapshots: the differences that matter for database performance, ranked by
+    /// the impact the field reports measured, and whether the hosts are comparable at all
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = PROBE_HELP)]
+pub(crate) struct CollectCmd {
+    /// Where to write the snapshot (`-` for stdout)
+    #[arg(short, long, value_name = "FILE", default_value = "-")]
+    pub(crate) output: PathBuf,
+
+    #[command(flatten)]
+    pub(crate) collect: CollectArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The first snapshot (`powerdiag collect` output or a `doctor --format json` report)
+    #[arg(value_name = "A")]
+    pub(crate) a: PathBuf,
+    /// The second snapshot
+    #[arg(value_name = "B")]
+    pub(crate) b: PathBuf,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// Colour in the text output: auto = only on a terminal and without NO_COLOR
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub(crate) color: ColorChoice,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -48,6 +83,27 @@ pub(crate) enum ColorChoice {
 #[derive(Debug, Args)]
 #[command(after_long_help = PROBE_HELP)]
 pub(crate) struct DoctorArgs {
+    /// Judge a recorded snapshot (`powerdiag collect -o FILE`, or a saved `doctor --format json`
+    /// report) instead of this host: same report and exit status, on any platform. `-` reads
+    /// stdin
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "procfs", "sysfs", "rootfs"])]
+    pub(crate) from: Option<PathBuf>,
+
+    /// Report format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+
+    /// Colour in the text report: auto = only on a terminal and without NO_COLOR
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub(crate) color: ColorChoice,
+
+    #[command(flatten)]
+    pub(crate) collect: CollectArgs,
+}
+
+/// What to collect and from where: shared by `doctor` and `collect`.
+#[derive(Debug, Args)]
+pub(crate) struct CollectArgs {
     /// MariaDB to check: mysql://USER[:PASSWORD]@HOST[:PORT]/ (or ?socket=/path). Prefer the
     /// environment variable or a defaults file for the password: argv is visible to every user
     #[arg(
@@ -63,14 +119,6 @@ pub(crate) struct DoctorArgs {
     /// ~/.my.cnf, then the usual local sockets, then 127.0.0.1:3306
     #[arg(long = "mariadb.defaults-file", value_name = "PATH")]
     pub(crate) mariadb_defaults_file: Option<PathBuf>,
-
-    /// Report format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub(crate) format: Format,
-
-    /// Colour in the text report: auto = only on a terminal and without NO_COLOR
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
-    pub(crate) color: ColorChoice,
 
     /// Do not run the probe queries (see below)
     #[arg(long)]

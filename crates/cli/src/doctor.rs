@@ -10,13 +10,25 @@ use powerdiag_agent::collect::{
 use powerdiag_rules::{Severity, evaluate};
 
 use crate::{
-    args::{DoctorArgs, PathArgs},
+    args::{CollectArgs, DoctorArgs, PathArgs},
     exit,
     progress::Bar,
     report,
 };
 
 pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
+    let snapshot = match &args.from {
+        Some(path) => crate::snapshot::load(path)?,
+        None => collect_snapshot(&args.collect)?,
+    };
+    let checks = evaluate(&snapshot);
+    let code = exit_code(checks.worst());
+    report::doctor(&snapshot, &checks, code, args.format, args.color)?;
+    Ok(code)
+}
+
+/// Collects one snapshot of this host (and its server) as the flags say.
+pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Snapshot> {
     let request = target_request(args)?;
     let candidates = target::plan(&request)?;
     let opts = CollectOptions {
@@ -40,10 +52,7 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
     let (snapshot, _stats) = runtime.block_on(collect::collect(&opts, &bar));
     // Leave no background task (e.g. a hung connection) holding the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    let checks = evaluate(&snapshot);
-    let code = exit_code(checks.worst());
-    report::doctor(&snapshot, &checks, code, args.format, args.color)?;
-    Ok(code)
+    Ok(snapshot)
 }
 
 /// `--path.*`, each checked to be a directory before anything runs.
@@ -70,7 +79,7 @@ pub(crate) fn exit_code(worst: Option<Severity>) -> u8 {
     }
 }
 
-fn target_request(args: &DoctorArgs) -> Result<TargetRequest> {
+fn target_request(args: &CollectArgs) -> Result<TargetRequest> {
     let mut req = TargetRequest::default();
     if let Some(url) = &args.mariadb_url {
         let from_env = std::env::var("POWERDIAG_MARIADB_URL").ok().as_deref() == Some(url.as_str());

@@ -1,10 +1,12 @@
 //! `powerdiag`: performance diagnostics for MariaDB hosts.
 
 mod args;
+mod diff;
 mod doctor;
 mod explain;
 mod progress;
 mod report;
+mod snapshot;
 
 use std::process::ExitCode;
 
@@ -39,6 +41,8 @@ fn main() -> ExitCode {
         Command::Doctor(a) => doctor::run(&a),
         Command::Rules(a) => explain::list(&a),
         Command::Explain(a) => explain::explain(&a),
+        Command::Collect(a) => snapshot::collect(&a),
+        Command::Diff(a) => diff::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

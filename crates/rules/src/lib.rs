@@ -7,9 +7,11 @@
 //! names the fact and the collector's reason.
 #![forbid(unsafe_code)]
 
+mod diff;
 mod os;
 #[cfg(test)]
 mod props;
+mod read;
 mod report;
 mod rule;
 pub mod rules;
@@ -19,7 +21,9 @@ mod value;
 mod var;
 mod version;
 
+pub use diff::{Comparability, Diff, Difference, Side, diff};
 pub use os::*;
+pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use report::{Check, Report, Status, evaluate, evaluate_with};
 pub use rule::{Rule, RuleMeta, Scope, Severity, Verdict};
 pub use rules::{RULES, find_rule};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Gathered, Verdict};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OsFacts {
     /// Where the facts were read: `live`, or the recorded tree (`--path.procfs` etc.).
     pub source: String,
@@ -54,7 +54,7 @@ pub fn section<'a, T>(g: &'a Gathered<T>, what: &str) -> Result<&'a T, Verdict> 
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuFacts {
     pub model: Option<String>,
     /// `x86_64`, `aarch64`, `ppc64le`, `ppc64`.
@@ -85,7 +85,7 @@ pub struct CpuFacts {
     pub dscr_default: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Topology {
     /// Distinct caches (one per shared CPU set), all levels.
     pub caches: Vec<Cache>,
@@ -96,7 +96,7 @@ pub struct Topology {
     pub numa_nodes: Vec<NumaNode>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cache {
     pub level: u32,
     /// `Data`, `Instruction` or `Unified`.
@@ -105,7 +105,7 @@ pub struct Cache {
     pub shared_cpu_list: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NumaNode {
     pub id: u32,
     pub cpu_list: String,
@@ -114,7 +114,7 @@ pub struct NumaNode {
     pub memory_free_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryFacts {
     pub base_page_bytes: Option<u64>,
     /// Transparent huge pages: the bracketed choice of `enabled` and `defrag`.
@@ -129,7 +129,7 @@ pub struct MemoryFacts {
 }
 
 /// Which allocator the process has mapped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Allocator {
     Jemalloc,
@@ -140,7 +140,7 @@ pub enum Allocator {
 }
 
 /// Which compiler built mariadbd.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Compiler {
     Gcc,
@@ -148,7 +148,7 @@ pub enum Compiler {
     Other,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessFacts {
     pub pid: u32,
     pub name: String,
@@ -181,7 +181,7 @@ pub struct ProcessFacts {
     pub threads: Option<u32>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuTime {
     /// `window 1.00 s` or `since boot`.
     pub basis: String,
@@ -190,7 +190,7 @@ pub struct CpuTime {
 }
 
 /// A PowerVM logical partition.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartitionFacts {
     /// Shared-processor partition (else dedicated).
     pub shared: bool,
@@ -216,7 +216,7 @@ pub struct PartitionFacts {
 }
 
 /// Hardware and software counters for mariadbd's threads over the window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerfCounters {
     pub window_seconds: f64,
     /// What was counted, e.g. `mariadbd pid 1234, 45 threads`.
@@ -230,7 +230,7 @@ impl PerfCounters {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerfEvent {
     /// `instructions`, `cycles`, `dTLB-load-misses`, `iTLB-load-misses`,
     /// `stalled-cycles-backend`, `context-switches`, `page-faults`, `cpu-migrations`.

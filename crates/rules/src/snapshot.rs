@@ -14,10 +14,10 @@ use crate::{
 
 /// Version of the [`Snapshot`] layout. Bumped on any incompatible change; readers refuse newer
 /// versions and migrate older ones.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One sample of the facts about a host and its MariaDB server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
     pub schema_version: u32,
     /// Version of powerdiag that collected it.
@@ -105,8 +105,9 @@ fn os_not_collected() -> Gathered<OsFacts> {
 }
 
 /// A part of the snapshot that was either collected or could not be, with the reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "Gathered_{T}")]
 pub enum Gathered<T> {
     Available(T),
     /// Why the collector could not provide it, in words a user can act on.
@@ -123,7 +124,7 @@ impl<T> Gathered<T> {
 }
 
 /// Basic facts about the machine powerdiag runs on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostFacts {
     pub hostname: String,
     /// `linux`, `aix`, `macos`, ... (Rust's `target_os` spelling).
@@ -143,7 +144,7 @@ pub struct HostFacts {
 }
 
 /// What happened when powerdiag tried to reach MariaDB.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MariadbSection {
     /// The target that answered, or the last one tried: `user@host:port` or `user@/path.sock`.
     /// Never contains a password.
@@ -157,7 +158,7 @@ pub struct MariadbSection {
     pub facts: Option<MariadbFacts>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConnectAttempt {
     pub target: String,
     /// `None` when this attempt succeeded.
@@ -165,7 +166,7 @@ pub struct ConnectAttempt {
 }
 
 /// A classified database error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DbError {
     pub kind: DbErrorKind,
     pub message: String,
@@ -173,7 +174,7 @@ pub struct DbError {
     pub hint: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DbErrorKind {
     ConnectionRefused,
@@ -188,7 +189,7 @@ pub enum DbErrorKind {
 }
 
 /// Facts read from a reachable server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MariadbFacts {
     pub version: ServerVersion,
     /// True when the server runs on the machine powerdiag runs on (socket, loopback, or
@@ -280,7 +281,7 @@ impl MariadbFacts {
 }
 
 /// One MHNSW vector index and the raw facts about its size.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VectorIndex {
     pub schema: String,
     pub table: String,
@@ -312,7 +313,7 @@ impl VectorIndex {
 }
 
 /// Results of the bounded, read-only probe queries.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Probe {
     pub indexes: Vec<IndexProbe>,
     /// `SHOW PROFILE ALL` of one probe query.
@@ -320,7 +321,7 @@ pub struct Probe {
 }
 
 /// The k-NN queries run against one vector index.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IndexProbe {
     pub schema: String,
     pub table: String,
@@ -338,7 +339,7 @@ pub struct IndexProbe {
 
 /// One k-NN probe query and the counters it moved (session deltas; the buffer-pool counter is
 /// global).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProbeQuery {
     pub latency_us: u64,
     pub repeat: bool,
@@ -350,14 +351,14 @@ pub struct ProbeQuery {
 }
 
 /// `SHOW PROFILE ALL` of one probe query.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueryProfile {
     /// Which index the profiled query used.
     pub index: String,
     pub stages: Vec<ProfileStage>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfileStage {
     pub status: String,
     pub duration_us: u64,
@@ -372,7 +373,7 @@ pub struct ProfileStage {
 }
 
 /// One collector's run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CollectorRun {
     pub name: String,
     pub duration_seconds: f64,

@@ -3,7 +3,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// Which server family answered, from `@@version` / `@@version_comment`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Flavour {
     Mariadb,
@@ -13,7 +13,7 @@ pub enum Flavour {
 }
 
 /// A parsed server version such as `11.8.6-MariaDB-0+deb13u1`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerVersion {
     /// The string the server reported, verbatim.
     pub raw: String,

@@ -1,6 +1,7 @@
 //! Doctor reports in text, JSON and Markdown. The only module that prints.
 #![allow(clippy::print_stderr)]
 
+mod diff;
 mod json;
 mod markdown;
 mod text;
@@ -39,6 +40,35 @@ pub(crate) fn doctor(
             )
         }
     }
+}
+
+pub(crate) fn diff(
+    d: &powerdiag_rules::Diff,
+    a: &std::path::Path,
+    b: &std::path::Path,
+    format: Format,
+    color: ColorChoice,
+) -> Result<()> {
+    match format {
+        Format::Json => write_stdout(&(serde_json::to_string_pretty(d)? + "\n")),
+        Format::Markdown => write_stdout(&diff::markdown(d, a, b)),
+        Format::Text => write_styled(&diff::text(d, a, b), color),
+    }
+}
+
+fn write_styled(text: &str, color: ColorChoice) -> Result<()> {
+    let choice = match color {
+        ColorChoice::Auto => anstream::ColorChoice::Auto,
+        ColorChoice::Always => anstream::ColorChoice::Always,
+        ColorChoice::Never => anstream::ColorChoice::Never,
+    };
+    let mut out = anstream::AutoStream::new(std::io::stdout().lock(), choice);
+    ignore_broken_pipe(out.write_all(text.as_bytes()).and_then(|_| out.flush()))
+}
+
+/// A status line on stderr (e.g. what `collect -o` wrote).
+pub(crate) fn note(message: &str) {
+    eprintln!("powerdiag: {message}");
 }
 
 /// Writes to stdout; a closed pipe (`powerdiag doctor | head`) is not an error.

@@ -142,44 +142,68 @@ fn os(o: &mut String, s: &Snapshot) {
         }
     }
     if let Ok(m) = f.memory.as_ref() {
-        let _ = writeln!(
-            o,
-            "  memory: {} pages, THP {} (defrag {}), HugeTLB pool {}",
+        let mut line = format!(
+            "  memory: {} pages",
             m.base_page_bytes
                 .map(format_bytes)
-                .unwrap_or_else(|| "?".into()),
-            m.thp_enabled.as_deref().unwrap_or("?"),
-            m.thp_defrag.as_deref().unwrap_or("?"),
-            m.hugepages_total.unwrap_or(0)
+                .unwrap_or_else(|| "?".into())
         );
+        if let Some(thp) = &m.thp_enabled {
+            line += &format!(
+                ", THP {thp} (defrag {})",
+                m.thp_defrag.as_deref().unwrap_or("?")
+            );
+        }
+        if m.page_sizes.len() > 1 {
+            let sizes: Vec<String> = m.page_sizes.iter().map(|b| format_bytes(*b)).collect();
+            line += &format!(", supported {}", sizes.join("/"));
+        }
+        line += &format!(", HugeTLB pool {}", m.hugepages_total.unwrap_or(0));
+        let _ = writeln!(o, "{line}");
     }
     match f.process.as_ref() {
         Ok(p) => {
-            let pages: Vec<String> = p
-                .kernel_page_sizes
-                .iter()
-                .map(|b| format_bytes(*b))
-                .collect();
-            let _ = writeln!(
-                o,
-                "  {} pid {} (from {}): {} resident, {} in huge pages, pages {}, allocator {}, CPUs {}",
+            let pages = match (p.data_page_bytes, p.text_page_bytes, p.stack_page_bytes) {
+                (Some(d), t, st) => format!(
+                    "data/text/stack pages {}/{}/{}",
+                    format_bytes(d),
+                    t.map(format_bytes).unwrap_or_else(|| "?".into()),
+                    st.map(format_bytes).unwrap_or_else(|| "?".into())
+                ),
+                _ if p.kernel_page_sizes.is_empty() => "pages ?".into(),
+                _ => format!(
+                    "pages {}",
+                    p.kernel_page_sizes
+                        .iter()
+                        .map(|b| format_bytes(*b))
+                        .collect::<Vec<_>>()
+                        .join("/")
+                ),
+            };
+            let mut line = format!(
+                "  {} pid {} (from {}): {} resident",
                 p.name,
                 p.pid,
                 p.found_by,
-                p.rss_bytes.map(format_bytes).unwrap_or_else(|| "?".into()),
-                p.anon_huge_bytes
-                    .map(format_bytes)
-                    .unwrap_or_else(|| "?".into()),
-                if pages.is_empty() {
-                    "?".into()
-                } else {
-                    pages.join("/")
-                },
-                p.allocator
-                    .map(|a| format!("{a:?}").to_ascii_lowercase())
-                    .unwrap_or_else(|| "?".into()),
-                p.affinity.as_deref().unwrap_or("?")
+                p.rss_bytes.map(format_bytes).unwrap_or_else(|| "?".into())
             );
+            if let Some(h) = p.anon_huge_bytes {
+                line += &format!(", {} in huge pages", format_bytes(h));
+            }
+            line += &format!(", {pages}");
+            if let Some(l) = &p.ldr_cntrl {
+                line += &format!(", LDR_CNTRL {}", if l.is_empty() { "unset" } else { l });
+            }
+            if let Some(a) = p.allocator {
+                line += &format!(", allocator {}", format!("{a:?}").to_ascii_lowercase());
+            }
+            if let Some(c) = p.compiler {
+                line += &format!(", built with {}", format!("{c:?}").to_ascii_lowercase());
+            }
+            if let Some(cpus) = &p.affinity {
+                line += &format!(", CPUs {cpus}");
+            }
+            let _ = writeln!(o, "{line}");
         }
         Err(why) => {
             let _ = writeln!(o, "  mariadbd: {}", na(why));
@@ -188,7 +212,7 @@ fn os(o: &mut String, s: &Snapshot) {
     if let Ok(t) = f.cpu_time.as_ref() {
         let share = |x: Option<f64>| {
             x.map(|v| format!("{:.1}%", v * 100.0))
-                .unwrap_or_else(|| "?".into())
+                .unwrap_or_else(|| "n/a".into())
         };
         let _ = writeln!(
             o,

@@ -7,7 +7,7 @@ declare_rule! {
     /// nominal on POWER, else the average of cpufreq's current frequencies (or `/proc/cpuinfo`
     /// "cpu MHz"). Nominal is POWER's `/proc/cpuinfo` clock, cpufreq `base_frequency`, or
     /// `cpuinfo_max_freq`. Fails below 90% of nominal (*heuristic*: there is no published
-    /// cut-off; 90–95% is common practice).
+    /// cut-off; 90–95% is common practice). Running at or above nominal passes at any load.
     ///
     /// ### Why is this bad?
     /// A throttled CPU makes every query slower in proportion, and it is invisible from inside
@@ -68,6 +68,15 @@ impl Rule for CpuFrequencyThrottled {
             pct(busy),
             cpu.governor.as_deref().unwrap_or("n/a")
         );
+        if ratio >= 1.0 {
+            // Boosting above nominal is never throttling, whatever the load.
+            return Ok(Verdict::pass(format!(
+                "the CPU runs at {} of nominal{}",
+                pct(ratio),
+                if ratio > 1.02 { " (boosting)" } else { "" }
+            ))
+            .with_evidence(evidence));
+        }
         if busy < MIN_BUSY {
             return Err(Verdict::insufficient(format!(
                 "the host was {} busy over the window; frequency is judged under load (≥ {}, heuristic)",
@@ -116,6 +125,11 @@ mod tests {
         assert!(v.summary.contains("55.9%"), "{}", v.summary);
         assert_eq!(check(Some(3600.0), 0.9).status, Status::Pass);
         assert_eq!(check(Some(2061.0), 0.1).status, Status::InsufficientData);
+        assert_eq!(
+            check(Some(5000.0), 0.1).status,
+            Status::Pass,
+            "boosting at idle"
+        );
         assert_eq!(check(None, 0.9).status, Status::InsufficientData);
     }
 }

@@ -1,0 +1,132 @@
+use std::{fmt::Write, path::Path};
+
+use owo_colors::OwoColorize;
+use powerdiag_rules::Diff;
+
+pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{}", "powerdiag diff".bold());
+    for (label, side, path) in [("A", &d.a, pa), ("B", &d.b, pb)] {
+        let _ = writeln!(
+            o,
+            "  {label}: {} — {}; {}; MariaDB {} ({}{})",
+            side.host.bold(),
+            side.os,
+            side.cpu,
+            side.mariadb,
+            path.display(),
+            side.taken_at
+                .as_deref()
+                .map(|t| format!(", {t}"))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(o);
+    if d.comparable.comparable {
+        let _ = writeln!(o, "{}", "Comparable: same CPU model, cores and L3.".green());
+    } else {
+        let _ = writeln!(
+            o,
+            "{}",
+            "NOT comparable hardware — part of any gap is the machine itself:"
+                .yellow()
+                .bold()
+        );
+        for r in &d.comparable.reasons {
+            let _ = writeln!(o, "  - {r}");
+        }
+    }
+    if let Some(r) = d.probe_latency_ratio {
+        let (faster, x) = if r >= 1.0 { ("A", r) } else { ("B", 1.0 / r) };
+        let _ = writeln!(
+            o,
+            "Measured: probe queries on the same vector index ran {x:.1}× faster on {faster}."
+        );
+    }
+    let _ = writeln!(o);
+    if d.differences.is_empty() {
+        let _ = writeln!(o, "No differences in the facts powerdiag compares.");
+        return o;
+    }
+    let _ = writeln!(o, "{}", "Differences, highest known impact first".bold());
+    for x in &d.differences {
+        let rule = x
+            .rule
+            .as_deref()
+            .map(|r| format!(" [{r}]"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "\n  {} (up to {:.2}×){}",
+            x.topic.bold(),
+            x.impact,
+            rule.dimmed()
+        );
+        let _ = writeln!(o, "    A: {}", x.a);
+        let _ = writeln!(o, "    B: {}", x.b);
+        let _ = writeln!(o, "    {}", x.evidence.dimmed());
+    }
+    for n in &d.notes {
+        let _ = writeln!(o, "\n  note: {n}");
+    }
+    let _ = writeln!(
+        o,
+        "\nDetails of a rule: powerdiag explain CODE; each side's verdicts: powerdiag doctor --from FILE"
+    );
+    o
+}
+
+pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
+    let mut o = String::from("# powerdiag diff\n\n");
+    let _ = writeln!(
+        o,
+        "- A: **{}** — {}; {}; MariaDB {} (`{}`)",
+        d.a.host,
+        d.a.os,
+        d.a.cpu,
+        d.a.mariadb,
+        pa.display()
+    );
+    let _ = writeln!(
+        o,
+        "- B: **{}** — {}; {}; MariaDB {} (`{}`)",
+        d.b.host,
+        d.b.os,
+        d.b.cpu,
+        d.b.mariadb,
+        pb.display()
+    );
+    if d.comparable.comparable {
+        let _ = writeln!(o, "- Comparable hardware.");
+    } else {
+        let _ = writeln!(
+            o,
+            "- **Not comparable hardware**: {}.",
+            d.comparable.reasons.join("; ")
+        );
+    }
+    if let Some(r) = d.probe_latency_ratio {
+        let _ = writeln!(o, "- Probe latency, B / A: {r:.2}.");
+    }
+    for n in &d.notes {
+        let _ = writeln!(o, "- Note: {n}.");
+    }
+    let _ = writeln!(
+        o,
+        "\n| difference | A | B | known impact | rule | evidence |\n|---|---|---|---|---|---|"
+    );
+    for x in &d.differences {
+        let cell = |s: &str| s.replace('|', "\\|");
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | up to {:.2}× | {} | {} |",
+            cell(&x.topic),
+            cell(&x.a),
+            cell(&x.b),
+            x.impact,
+            x.rule.as_deref().unwrap_or(""),
+            cell(&x.evidence)
+        );
+    }
+    o
+}

@@ -1,0 +1,582 @@
+//! Apples-to-apples comparison of two snapshots: the differences that matter for database
+//! performance, ranked by the impact the field reports measured, and a plain statement of
+//! whether the two hosts are comparable at all.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Allocator, Compiler, Gathered, PartitionFacts, Snapshot, Var, format_bytes,
+    rules::estimate_graph_bytes,
+};
+
+/// The comparison of snapshot A with snapshot B.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diff {
+    pub a: Side,
+    pub b: Side,
+    pub comparable: Comparability,
+    /// Measured outcome, when both probed the same vector index: B's median query latency over
+    /// A's.
+    pub probe_latency_ratio: Option<f64>,
+    /// Differences, highest known impact first.
+    pub differences: Vec<Difference>,
+    /// What could not be compared, and why.
+    pub notes: Vec<String>,
+}
+
+/// Who is being compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    pub host: String,
+    pub os: String,
+    pub cpu: String,
+    pub mariadb: String,
+    pub taken_at: Option<String>,
+}
+
+/// Whether the hardware is the same, and by how much it is not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparability {
+    pub comparable: bool,
+    /// Each hardware difference with its size, e.g. `B has 2.0× the cores (24 vs 12)`.
+    pub reasons: Vec<String>,
+}
+
+/// One difference between the hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    pub topic: String,
+    pub a: String,
+    pub b: String,
+    /// The known effect of this difference, as a speed factor from the field reports (3.0 = up
+    /// to 3× faster on the better side). Differences are ranked by it.
+    pub impact: f64,
+    /// The rule that covers it, if any.
+    pub rule: Option<String>,
+    /// Where the impact comes from.
+    pub evidence: String,
+}
+
+/// Compares two snapshots.
+pub fn diff(a: &Snapshot, b: &Snapshot) -> Diff {
+    let mut d = Vec::new();
+    vector_cache(a, b, &mut d);
+    compiler(a, b, &mut d);
+    pages(a, b, &mut d);
+    partition(a, b, &mut d);
+    smt(a, b, &mut d);
+    frequency(a, b, &mut d);
+    cores_and_l3(a, b, &mut d);
+    version(a, b, &mut d);
+    let mut notes = Vec::new();
+    if a.db().is_ok() && b.db().is_ok() {
+        variables(a, b, &mut d);
+    } else {
+        notes.push(format!(
+            "server variables not compared: {} has no MariaDB facts",
+            if a.db().is_err() { "A" } else { "B" }
+        ));
+    }
+    allocator(a, b, &mut d);
+    d.sort_by(|x, y| {
+        y.impact
+            .total_cmp(&x.impact)
+            .then_with(|| x.topic.cmp(&y.topic))
+    });
+    Diff {
+        a: side(a),
+        b: side(b),
+        comparable: comparability(a, b),
+        probe_latency_ratio: probe_ratio(a, b),
+        differences: d,
+        notes,
+    }
+}
+
+fn side(s: &Snapshot) -> Side {
+    let host = s.host.as_ref().ok();
+    let cpu = s.cpu().ok();
+    Side {
+        host: host
+            .map(|h| h.hostname.clone())
+            .unwrap_or_else(|| "?".into()),
+        os: host
+            .map(|h| format!("{} {}", h.os, h.arch))
+            .unwrap_or_else(|| "?".into()),
+        cpu: cpu
+            .map(|c| {
+                format!(
+                    "{}, {} threads{}",
+                    c.model.as_deref().unwrap_or(&c.architecture),
+                    c.threads,
+                    c.cores
+                        .map(|n| format!(" on {n} cores"))
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_else(|| "?".into()),
+        mariadb: s
+            .db()
+            .map(|f| f.version.raw.clone())
+            .unwrap_or_else(|_| "not reached".into()),
+        taken_at: s.taken_at.clone(),
+    }
+}
+
+fn comparability(a: &Snapshot, b: &Snapshot) -> Comparability {
+    let mut reasons = Vec::new();
+    let (ca, cb) = (a.cpu().ok(), b.cpu().ok());
+    let (Some(ca), Some(cb)) = (ca, cb) else {
+        return Comparability {
+            comparable: false,
+            reasons: vec!["the CPU facts of one snapshot are missing: cannot tell".into()],
+        };
+    };
+    if ca.architecture != cb.architecture {
+        reasons.push(format!(
+            "different architectures: {} vs {}",
+            ca.architecture, cb.architecture
+        ));
+    } else if ca.model != cb.model {
+        reasons.push(format!(
+            "different CPU models: {} vs {}",
+            ca.model.as_deref().unwrap_or("?"),
+            cb.model.as_deref().unwrap_or("?")
+        ));
+    }
+    let mut ratio = |what: &str, x: Option<f64>, y: Option<f64>, show: &dyn Fn(f64) -> String| {
+        if let (Some(x), Some(y)) = (x, y)
+            && x > 0.0
+            && y > 0.0
+            && ((y / x) - 1.0).abs() > 0.10
+        {
+            let (more, r, big, small) = if y > x {
+                ("B", y / x, y, x)
+            } else {
+                ("A", x / y, x, y)
+            };
+            reasons.push(format!(
+                "{more} has {r:.2}× the {what} ({} vs {})",
+                show(big),
+                show(small)
+            ));
+        }
+    };
+    let cores = |c: &crate::CpuFacts, s: &Snapshot| -> Option<f64> {
+        // A partition's virtual processors are its cores.
+        s.partition()
+            .ok()
+            .and_then(|p| p.online_vcpus)
+            .or(c.cores)
+            .map(f64::from)
+    };
+    ratio("cores", cores(ca, a), cores(cb, b), &|v| format!("{v:.0}"));
+    let l3 = |s: &Snapshot| {
+        s.topology()
+            .ok()
+            .and_then(|t| t.l3_total_bytes)
+            .map(|v| v as f64)
+    };
+    ratio("L3 cache", l3(a), l3(b), &|v| format_bytes(v as u64));
+    Comparability {
+        comparable: reasons.is_empty(),
+        reasons,
+    }
+}
+
+fn push(
+    d: &mut Vec<Difference>,
+    topic: &str,
+    a: String,
+    b: String,
+    impact: f64,
+    rule: Option<&str>,
+    evidence: &str,
+) {
+    if a != b {
+        d.push(Difference {
+            topic: topic.into(),
+            a,
+            b,
+            impact,
+            rule: rule.map(str::to_owned),
+            evidence: evidence.into(),
+        });
+    }
+}
+
+fn unknown() -> String {
+    "unknown".into()
+}
+
+fn vector_cache(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let describe = |s: &Snapshot| -> Option<(bool, String)> {
+        let db = s.db().ok()?;
+        let limit = db.var_u64(Var::MhnswMaxCacheSize).ok()?;
+        let m = db
+            .var_u64(Var::MhnswDefaultM)
+            .ok()
+            .and_then(|m| u32::try_from(m).ok());
+        let graph = match &db.vector_indexes {
+            Gathered::Available(v) => v
+                .iter()
+                .filter_map(|i| estimate_graph_bytes(i, m))
+                .map(|e| e.bytes)
+                .max(),
+            Gathered::Unavailable(_) => None,
+        };
+        let text = match graph {
+            Some(g) => format!(
+                "cache {} for a {} graph: {}",
+                format_bytes(limit),
+                format_bytes(g),
+                if g > limit { "thrashes" } else { "fits" }
+            ),
+            None => format!("cache {}, graph unknown", format_bytes(limit)),
+        };
+        Some((graph.is_some_and(|g| g > limit), text))
+    };
+    let (x, y) = (describe(a), describe(b));
+    let thrash_differs = matches!((&x, &y), (Some((p, _)), Some((q, _))) if p != q);
+    push(
+        d,
+        "vector cache vs graph size",
+        x.map(|v| v.1).unwrap_or_else(unknown),
+        y.map(|v| v.1).unwrap_or_else(unknown),
+        if thrash_differs { 2.7 } else { 1.05 },
+        Some("PD101"),
+        "a thrashing MHNSW cache: 42 → 112 QPS (2.7×) on AIX when raised to 4 GB; 3.9–5.3× on x86",
+    );
+}
+
+fn compiler(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let c = |s: &Snapshot| -> String {
+        match s.process().ok().and_then(|p| p.compiler) {
+            Some(Compiler::Gcc) => "GCC".into(),
+            Some(Compiler::OpenXl) => "IBM Open XL".into(),
+            Some(Compiler::Other) => "other".into(),
+            None => unknown(),
+        }
+    };
+    let (x, y) = (c(a), c(b));
+    let both_known = x != "unknown" && y != "unknown";
+    push(
+        d,
+        "compiler of mariadbd",
+        x,
+        y,
+        if both_known { 3.0 } else { 1.5 },
+        Some("PD601"),
+        "GCC 13.3 build 6.3 ms/query vs IBM Open XL 17.1.3 2.1 ms/query (3×); GCC varies 10–40% run to run",
+    );
+}
+
+fn pages(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let p = |s: &Snapshot| -> String {
+        let base = s.memory().ok().and_then(|m| m.base_page_bytes);
+        let proc = s.process().ok();
+        if let Some(p) = proc
+            && let Some(data) = p.data_page_bytes
+        {
+            return format!(
+                "data {} / text {} / stack {}",
+                format_bytes(data),
+                p.text_page_bytes.map(format_bytes).unwrap_or_else(unknown),
+                p.stack_page_bytes.map(format_bytes).unwrap_or_else(unknown)
+            );
+        }
+        match (
+            base,
+            proc.and_then(|p| Some((p.anon_huge_bytes?, p.rss_bytes?))),
+        ) {
+            (Some(b), Some((huge, rss))) if rss > 0 && huge * 10 > rss => {
+                format!(
+                    "{} base, {:.0}% in huge pages",
+                    format_bytes(b),
+                    huge as f64 * 100.0 / rss as f64
+                )
+            }
+            (Some(b), _) => format!("{} pages", format_bytes(b)),
+            (None, _) => unknown(),
+        }
+    };
+    push(
+        d,
+        "memory page size",
+        p(a),
+        p(b),
+        1.86,
+        Some("PD301/PD302"),
+        "4 KB → 64 KB pages for mariadbd on AIX: 112 → 208 QPS sequential (~40% in the summary table)",
+    );
+}
+
+fn mode(p: &PartitionFacts) -> String {
+    let mut s = format!(
+        "{} {}",
+        if p.shared { "shared" } else { "dedicated" },
+        if p.donating {
+            "donating"
+        } else if p.capped {
+            "capped"
+        } else {
+            "uncapped"
+        }
+    );
+    if let Some(e) = p.entitled_capacity {
+        s += &format!(", entitlement {e:.2}");
+    }
+    if let Some(v) = p.online_vcpus {
+        s += &format!(", {v} virtual processors");
+    }
+    s
+}
+
+fn partition(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let p = |s: &Snapshot| -> (String, bool) {
+        match s.os().ok().map(|o| &o.partition) {
+            Some(Gathered::Available(Some(p))) => (mode(p), p.donating),
+            Some(Gathered::Available(None)) => ("not a partition".into(), false),
+            _ => (unknown(), false),
+        }
+    };
+    let ((x, dx), (y, dy)) = (p(a), p(b));
+    let impact = if dx != dy { 1.6 } else { 1.3 };
+    push(
+        d,
+        "partition mode",
+        x,
+        y,
+        impact,
+        Some("PD401/PD402"),
+        "donating: 0.325 s vs 0.205 s capped (60% slower); 12 shared vs 12 dedicated capped vCPUs: 0.063 s vs 0.082 s (Open XL)",
+    );
+}
+
+fn smt(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let t = |s: &Snapshot| {
+        s.cpu()
+            .ok()
+            .and_then(|c| c.threads_per_core)
+            .map(|t| format!("SMT{t}"))
+            .unwrap_or_else(unknown)
+    };
+    let (x, y) = (t(a), t(b));
+    let off = x == "SMT1" || y == "SMT1";
+    push(
+        d,
+        "threads per core",
+        x,
+        y,
+        if off { 2.0 } else { 1.1 },
+        Some("PD405"),
+        "MySQL on POWER8: SMT2 ~50% over SMT off, SMT4 roughly doubled it",
+    );
+}
+
+fn frequency(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let f = |s: &Snapshot| s.cpu().ok().and_then(|c| c.effective_mhz.or(c.current_mhz));
+    let text = |s: &Snapshot| {
+        let c = s.cpu().ok();
+        match (f(s), c.and_then(|c| c.nominal_mhz)) {
+            (Some(e), Some(n)) => format!("{e:.0} MHz ({:.0}% of nominal {n:.0})", e * 100.0 / n),
+            (Some(e), None) => format!("{e:.0} MHz"),
+            (None, Some(n)) => format!("nominal {n:.0} MHz, effective unknown"),
+            (None, None) => unknown(),
+        }
+    };
+    let impact = match (f(a), f(b)) {
+        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (x / y).max(y / x),
+        _ => 1.1,
+    };
+    push(
+        d,
+        "effective CPU frequency",
+        text(a),
+        text(b),
+        impact,
+        Some("PD402/PD404"),
+        "a shared POWER9 core boosts to ~3.8 GHz, dedicated capped stays at 2.75 GHz (+38% clock)",
+    );
+}
+
+fn cores_and_l3(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let c = |s: &Snapshot| -> (Option<f64>, String) {
+        let cpu = s.cpu().ok();
+        let cores = s
+            .partition()
+            .ok()
+            .and_then(|p| p.online_vcpus)
+            .or(cpu.and_then(|c| c.cores));
+        let l3 = s.topology().ok().and_then(|t| t.l3_total_bytes);
+        (
+            cores.map(f64::from),
+            format!(
+                "{} cores, {} threads, L3 {}",
+                cores.map(|c| c.to_string()).unwrap_or_else(unknown),
+                cpu.map(|c| c.threads.to_string()).unwrap_or_else(unknown),
+                l3.map(format_bytes).unwrap_or_else(unknown)
+            ),
+        )
+    };
+    let ((x, tx), (y, ty)) = (c(a), c(b));
+    let impact = match (x, y) {
+        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (x / y).max(y / x).min(2.0),
+        _ => 1.1,
+    };
+    push(
+        d,
+        "cores and L3",
+        tx,
+        ty,
+        impact,
+        Some("PD502"),
+        "the remaining 10–18% between the field report's best AIX and Linux runs matched 12.5% fewer cores (less L3)",
+    );
+}
+
+fn version(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let v = |s: &Snapshot| {
+        s.db()
+            .map(|f| f.version.raw.clone())
+            .unwrap_or_else(|_| unknown())
+    };
+    push(
+        d,
+        "MariaDB version",
+        v(a),
+        v(b),
+        1.1,
+        Some("PD202"),
+        "versions differ in their defaults and code paths; 10.3.4's write-scalability work gave up to 48% on 48 cores",
+    );
+}
+
+/// Server variables worth comparing, with the rule that covers each.
+const VARIABLES: &[(Var, Option<&str>)] = &[
+    (Var::InnodbBufferPoolSize, None),
+    (Var::InnodbChecksumAlgorithm, Some("PD201")),
+    (Var::InnodbUseNativeAio, Some("PD203")),
+    (Var::PerformanceSchema, Some("PD204")),
+    (Var::InnodbFlushLogAtTrxCommit, None),
+    (Var::InnodbFlushMethod, None),
+    (Var::LargePages, Some("PD302")),
+    (Var::ThreadHandling, None),
+    (Var::MhnswDefaultM, None),
+    (Var::MhnswEfSearch, None),
+];
+
+fn variables(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    for (var, rule) in VARIABLES {
+        let v = |s: &Snapshot| {
+            s.db()
+                .ok()
+                .and_then(|f| f.var(*var).ok())
+                .map(str::to_owned)
+                .unwrap_or_else(unknown)
+        };
+        push(d, var.name(), v(a), v(b), 1.02, *rule, "server setting");
+    }
+}
+
+fn allocator(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let m = |s: &Snapshot| match s.process().ok().and_then(|p| p.allocator) {
+        Some(Allocator::Jemalloc) => "jemalloc".to_owned(),
+        Some(Allocator::Tcmalloc) => "tcmalloc".into(),
+        Some(Allocator::Mimalloc) => "mimalloc".into(),
+        Some(Allocator::Libc) => "libc malloc".into(),
+        None => unknown(),
+    };
+    push(
+        d,
+        "memory allocator",
+        m(a),
+        m(b),
+        1.035,
+        Some("PD602"),
+        "jemalloc +3–4% on POWER8",
+    );
+}
+
+/// Median later-query latency of the first vector index both probed, B over A.
+fn probe_ratio(a: &Snapshot, b: &Snapshot) -> Option<f64> {
+    let medians = |s: &Snapshot| -> Vec<(String, f64)> {
+        let Ok(db) = s.db() else { return Vec::new() };
+        let Gathered::Available(p) = &db.probe else {
+            return Vec::new();
+        };
+        p.indexes
+            .iter()
+            .filter_map(|i| {
+                let mut l: Vec<u64> = i.queries.iter().skip(1).map(|q| q.latency_us).collect();
+                l.sort_unstable();
+                let m = *l.get(l.len() / 2)?;
+                (m > 0).then(|| (format!("{}.{}.{}", i.schema, i.table, i.index), m as f64))
+            })
+            .collect()
+    };
+    let (ma, mb) = (medians(a), medians(b));
+    ma.iter()
+        .find_map(|(k, x)| mb.iter().find(|(j, _)| j == k).map(|(_, y)| y / x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    #[test]
+    fn identical_snapshots_have_no_differences_and_are_comparable() {
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(big_vector_index())
+            .build();
+        let d = diff(&s, &s);
+        assert!(d.differences.is_empty(), "{:#?}", d.differences);
+        assert!(d.comparable.comparable);
+    }
+
+    #[test]
+    fn ranked_by_known_impact_and_not_comparable_across_core_counts() {
+        let a = SnapshotBuilder::new()
+            .mariadb("11.8.5-MariaDB")
+            .vector_index(big_vector_index())
+            .os(|o| on_power_lpar(o, lpar(true, false, false, 7.2, 12), 48, 4))
+            .build();
+        let b = SnapshotBuilder::new()
+            .mariadb("11.8.5-MariaDB")
+            .var(Var::MhnswMaxCacheSize, "4294967296")
+            .vector_index(big_vector_index())
+            .os(|o| on_power_lpar(o, lpar(false, true, false, 24.0, 24), 96, 4))
+            .build();
+        let d = diff(&a, &b);
+        assert_eq!(
+            d.differences[0].topic, "vector cache vs graph size",
+            "{:#?}",
+            d.differences
+        );
+        assert!(d.differences[0].a.contains("thrashes") && d.differences[0].b.contains("fits"));
+        assert!(!d.comparable.comparable);
+        assert!(
+            d.comparable.reasons[0].contains("B has 2.00× the cores (24 vs 12)"),
+            "{:?}",
+            d.comparable.reasons
+        );
+        let impacts: Vec<f64> = d.differences.iter().map(|x| x.impact).collect();
+        assert!(impacts.windows(2).all(|w| w[0] >= w[1]), "{impacts:?}");
+    }
+
+    #[test]
+    fn missing_facts_do_not_panic() {
+        let mut a = SnapshotBuilder::new().build();
+        a.os = Gathered::Unavailable("no".into());
+        let b = SnapshotBuilder::new().mariadb("10.11.9-MariaDB").build();
+        let d = diff(&a, &b);
+        assert!(!d.comparable.comparable);
+        assert!(
+            d.differences
+                .iter()
+                .any(|x| x.topic == "MariaDB version" && x.a == "unknown")
+        );
+    }
+}
