@@ -33,7 +33,7 @@ fn reports_host_facts_and_how_to_reach_the_server() {
         r.stderr
     );
     let j = r.json();
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], powerdiag_rules::SCHEMA_VERSION);
     assert_eq!(j["mariadb"]["reachable"], false);
     assert_eq!(j["mariadb"]["error"]["kind"], "connection_refused");
     assert!(

@@ -436,6 +436,11 @@ fn cores_and_l3(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
 }
 
 fn version(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    // The same release with another packaging suffix (`-ubu2404`) is not a difference.
+    let key = |s: &Snapshot| s.db().ok().map(|f| (f.version.short(), f.version.flavour));
+    if key(a).is_some() && key(a) == key(b) {
+        return;
+    }
     let v = |s: &Snapshot| {
         s.db()
             .map(|f| f.version.raw.clone())
