@@ -73,6 +73,7 @@ fn right_password_never_appears_in_any_output() {
 
 #[test]
 fn hung_server_answers_within_the_timeout() {
+    let _lock = hang_lock();
     let server = Server::hang();
     let pid = server.pid();
     let url = server.root_url();

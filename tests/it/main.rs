@@ -6,6 +6,7 @@
 // Test helpers outside #[test] functions: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod agent;
 mod cli;
 mod errors;
 mod examples;

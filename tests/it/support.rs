@@ -186,3 +186,24 @@ pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .expect("runtime")
         .block_on(f)
 }
+
+/// The `hang` server is stopped, restarted and SIGSTOPped by several tests: one at a time.
+pub(crate) fn hang_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs tests/harness/mariadb.sh (the servers' own start/stop script).
+pub(crate) fn harness(args: &[&str]) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/mariadb.sh");
+    let out = Command::new(script)
+        .args(args)
+        .output()
+        .expect("tests/harness/mariadb.sh");
+    assert!(
+        out.status.success(),
+        "mariadb.sh {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

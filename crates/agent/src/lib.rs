@@ -3,5 +3,6 @@
 //! rules crate only judges.
 
 pub mod collect;
+pub mod daemon;
 
 pub use collect::{CollectOptions, CollectStats, collect};

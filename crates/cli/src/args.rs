@@ -37,6 +37,77 @@ pub(crate) enum Command {
     /// Compare two snapshots: the differences that matter for database performance, ranked by
     /// the impact the field reports measured, and whether the hosts are comparable at all
     Diff(DiffArgs),
+    /// Run as a service that Prometheus scrapes: samples on its own interval and serves the last
+    /// sample at /metrics, /api/v1/snapshot, /healthz
+    ///
+    /// Exits 3 before binding when a flag or the configuration is wrong. SIGHUP reloads
+    /// --config.file (a bad file keeps the running configuration); SIGTERM stops within 5 s.
+    Agent(AgentArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    Logfmt,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
+    /// Address to listen on: HOST:PORT, or :PORT for every interface. 9987 is powerdiag's
+    /// default (the exporter port range 9100-9999 is fully allocated; this one is clear of
+    /// node_exporter's 9100 and mysqld_exporter's 9104, which share MariaDB hosts)
+    #[arg(
+        long = "web.listen-address",
+        default_value = ":9987",
+        value_name = "ADDRESS"
+    )]
+    pub(crate) listen_address: String,
+
+    /// Path under which to expose metrics
+    #[arg(
+        long = "web.telemetry-path",
+        default_value = "/metrics",
+        value_name = "PATH"
+    )]
+    pub(crate) telemetry_path: String,
+
+    /// Agent configuration (TOML): sample interval and timeout, probe schedule, disabled rules.
+    /// Reloaded on SIGHUP
+    #[arg(long = "config.file", value_name = "PATH")]
+    pub(crate) config_file: Option<PathBuf>,
+
+    /// MariaDB to watch: mysql://USER[:PASSWORD]@HOST[:PORT]/. Put the password in the
+    /// environment or a defaults file, never in argv
+    #[arg(
+        long = "mariadb.url",
+        env = "POWERDIAG_MARIADB_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub(crate) mariadb_url: Option<String>,
+
+    /// my.cnf whose [client] section gives user, password, host, port or socket (mode 0600)
+    #[arg(long = "mariadb.defaults-file", value_name = "PATH")]
+    pub(crate) mariadb_defaults_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub(crate) paths: PathArgs,
+
+    /// Least severe log messages shown
+    #[arg(long = "log.level", value_enum, default_value_t = LogLevel::Info)]
+    pub(crate) log_level: LogLevel,
+
+    /// Log format, on stderr
+    #[arg(long = "log.format", value_enum, default_value_t = LogFormat::Logfmt)]
+    pub(crate) log_format: LogFormat,
 }
 
 #[derive(Debug, Args)]

@@ -80,21 +80,33 @@ pub(crate) fn exit_code(worst: Option<Severity>) -> u8 {
 }
 
 fn target_request(args: &CollectArgs) -> Result<TargetRequest> {
+    connection_request(
+        args.mariadb_url.as_deref(),
+        args.mariadb_defaults_file.as_deref(),
+    )
+}
+
+/// The connection request from `--mariadb.url` / `POWERDIAG_MARIADB_URL` and
+/// `--mariadb.defaults-file` (shared by doctor, collect and agent).
+pub(crate) fn connection_request(
+    url: Option<&str>,
+    defaults_file: Option<&Path>,
+) -> Result<TargetRequest> {
     let mut req = TargetRequest::default();
-    if let Some(url) = &args.mariadb_url {
-        let from_env = std::env::var("POWERDIAG_MARIADB_URL").ok().as_deref() == Some(url.as_str());
+    if let Some(url) = url {
+        let from_env = std::env::var("POWERDIAG_MARIADB_URL").ok().as_deref() == Some(url);
         let name = if from_env {
             "POWERDIAG_MARIADB_URL"
         } else {
             "--mariadb.url"
         };
-        req.url = Some((name.to_owned(), url.clone()));
+        req.url = Some((name.to_owned(), url.to_owned()));
     }
-    if let Some(path) = &args.mariadb_defaults_file {
+    if let Some(path) = defaults_file {
         let text = read_config(path).with_context(|| {
             format!("--mariadb.defaults-file {}: cannot read it", path.display())
         })?;
-        req.defaults_file = Some((path.clone(), text));
+        req.defaults_file = Some((path.to_owned(), text));
     } else if req.url.is_none()
         && let Some(home) = std::env::var_os("HOME")
     {

@@ -1,5 +1,6 @@
 //! `powerdiag`: performance diagnostics for MariaDB hosts.
 
+mod agent;
 mod args;
 mod diff;
 mod doctor;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => explain::explain(&a),
         Command::Collect(a) => snapshot::collect(&a),
         Command::Diff(a) => diff::run(&a),
+        Command::Agent(a) => agent::run(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

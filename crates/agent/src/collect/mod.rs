@@ -76,6 +76,8 @@ pub async fn collect(
         stats.sql_statements = out.statements;
     }
     let window = window.unwrap_or_else(|| os::begin(roots, None, opts.sample_window));
+    // Wait out the window without blocking the runtime; finish then has nothing left to wait.
+    tokio::time::sleep(window.remaining(opts.sample_window)).await;
     let started = Instant::now();
     let facts: OsFacts = os::finish(window, opts.sample_window);
     let failed: Vec<String> = os_failures(&facts);

@@ -110,6 +110,21 @@ pub fn begin(roots: &Roots, pid_file: Option<&str>, window: Duration) -> Window 
     }
 }
 
+impl Window {
+    /// Time left until `min_window` has passed since the window began (for an async wait).
+    pub fn remaining(&self, min_window: Duration) -> Duration {
+        #[cfg(target_os = "linux")]
+        {
+            self.inner.remaining(min_window)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = min_window;
+            Duration::ZERO
+        }
+    }
+}
+
 /// Ends the window (waiting until at least `min_window` has passed) and returns the facts.
 pub fn finish(w: Window, min_window: Duration) -> OsFacts {
     #[cfg(target_os = "linux")]

@@ -58,6 +58,14 @@ impl Window {
         }
     }
 
+    pub(super) fn remaining(&self, min_window: Duration) -> Duration {
+        if self.roots.is_live() {
+            min_window.saturating_sub(self.started.elapsed())
+        } else {
+            Duration::ZERO
+        }
+    }
+
     pub(super) fn finish(self, min_window: Duration) -> OsFacts {
         let live = self.roots.is_live();
         if live && let Some(rest) = min_window.checked_sub(self.started.elapsed()) {

@@ -1,0 +1,131 @@
+//! `app(state) -> Router`: `/metrics` (Prometheus text or OpenMetrics by `Accept`, gzip when
+//! asked), `/api/v1/snapshot`, `/healthz`, `/`. Handlers only read the latest sample.
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use axum::{
+    Router,
+    extract::State,
+    http::{HeaderMap, StatusCode, header},
+    response::{Html, IntoResponse, Response},
+    routing::get,
+};
+use tokio::sync::watch;
+use tower_http::{compression::CompressionLayer, timeout::TimeoutLayer};
+
+use super::{config::Config, metrics, sampler::Sample};
+
+/// What the handlers read.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub samples: watch::Receiver<Option<Arc<Sample>>>,
+    pub config: watch::Receiver<Arc<Config>>,
+    pub telemetry_path: String,
+    pub started: SystemTime,
+}
+
+pub fn app(state: AppState) -> Router {
+    let path = state.telemetry_path.clone();
+    Router::new()
+        .route(&path, get(metrics_handler))
+        .route("/api/v1/snapshot", get(snapshot_handler))
+        .route("/healthz", get(health_handler))
+        .route("/", get(index_handler))
+        .layer(CompressionLayer::new().gzip(true))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(5),
+        ))
+        .with_state(state)
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Before the first sample: the agent is up, nothing else is known yet.
+const STARTING: &str = "# HELP powerdiag_up 1: the agent is running and serving samples.\n# TYPE powerdiag_up gauge\npowerdiag_up 1\n";
+
+async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let sample = s.samples.borrow().clone();
+    let body = match &sample {
+        Some(x) => metrics::render(
+            if openmetrics {
+                &x.encoded
+            } else {
+                &x.encoded_text
+            },
+            Some(x.taken_at),
+            SystemTime::now(),
+            openmetrics,
+        ),
+        None => metrics::render(STARTING, None, SystemTime::now(), openmetrics),
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            if openmetrics { OPENMETRICS } else { TEXT },
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn snapshot_handler(State(s): State<AppState>) -> Response {
+    let sample = s.samples.borrow().clone();
+    match sample {
+        Some(x) => match serde_json::to_string_pretty(&x.snapshot) {
+            Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        },
+        None => (StatusCode::SERVICE_UNAVAILABLE, "no sample yet\n").into_response(),
+    }
+}
+
+async fn health_handler(State(s): State<AppState>) -> Response {
+    let interval = s.config.borrow().sample.interval;
+    let sample = s.samples.borrow().clone();
+    let now = SystemTime::now();
+    match sample {
+        Some(x) => {
+            let age = now.duration_since(x.taken_at).unwrap_or_default();
+            // Stale after three intervals without a finished sample.
+            if age > interval * 3 {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("stale: the last sample is {:.0} s old\n", age.as_secs_f64()),
+                )
+                    .into_response()
+            } else {
+                (
+                    StatusCode::OK,
+                    format!("ok: sample {} is {:.1} s old\n", x.seq, age.as_secs_f64()),
+                )
+                    .into_response()
+            }
+        }
+        None if now.duration_since(s.started).unwrap_or_default() > interval * 3 => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no sample has finished yet\n",
+        )
+            .into_response(),
+        None => (StatusCode::OK, "starting: first sample in progress\n").into_response(),
+    }
+}
+
+async fn index_handler(State(s): State<AppState>) -> Html<String> {
+    Html(format!(
+        "<!doctype html><html><head><title>powerdiag agent</title></head><body><h1>powerdiag agent {}</h1><ul>\
+         <li><a href=\"{p}\">{p}</a>: metrics (Prometheus text or OpenMetrics)</li>\
+         <li><a href=\"/api/v1/snapshot\">/api/v1/snapshot</a>: the last snapshot as JSON (powerdiag doctor --from reads it)</li>\
+         <li><a href=\"/healthz\">/healthz</a>: 200 while samples are fresh</li></ul></body></html>",
+        env!("CARGO_PKG_VERSION"),
+        p = s.telemetry_path
+    ))
+}

@@ -1,0 +1,486 @@
+//! The agent's metrics. A fresh prometheus-client registry is filled from each sample in the
+//! sampler and encoded once; a scrape only appends the sample's age to that text.
+//!
+//! Verdicts: `powerdiag_check{code, name, severity, status} 1` — one series per rule whose
+//! `status` label is the current verdict (`fail`, `pass`, `not_applicable`,
+//! `insufficient_data`). An alert on `powerdiag_check{status="fail", severity="critical"} == 1`
+//! names the rule and the host (the `instance` label).
+
+use std::{
+    fmt::Write,
+    sync::atomic::AtomicU64,
+    time::{Duration, SystemTime},
+};
+
+use powerdiag_rules::{Gathered, Report, Snapshot, StatusVar, Var, rules::estimate_graph_bytes};
+use prometheus_client::{
+    encoding::text::encode_registry,
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+type Labels = Vec<(String, String)>;
+type G = Family<Labels, Gauge<f64, AtomicU64>>;
+
+/// A registry under construction, with one family per metric name.
+struct Builder {
+    registry: Registry,
+}
+
+impl Builder {
+    fn gauge(&mut self, name: &str, help: &str, series: Vec<(Labels, f64)>) {
+        if series.is_empty() {
+            return;
+        }
+        let f = G::default();
+        for (labels, v) in series {
+            f.get_or_create(&labels).set(v);
+        }
+        self.registry.register(name, help, f);
+    }
+
+    fn one(&mut self, name: &str, help: &str, v: Option<f64>) {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            let g = Gauge::<f64, AtomicU64>::default();
+            g.set(v);
+            self.registry.register(name, help, g);
+        }
+    }
+
+    fn counter(&mut self, name: &str, help: &str, v: Option<f64>) {
+        if let Some(v) = v.filter(|v| v.is_finite() && *v >= 0.0) {
+            let c = Counter::<f64, AtomicU64>::default();
+            c.inc_by(v);
+            self.registry.register(name, help, c);
+        }
+    }
+}
+
+fn l(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// Encodes everything a sample says (OpenMetrics text without `# EOF`).
+pub(crate) fn encode_sample(
+    s: &Snapshot,
+    report: &Report,
+    taken_at: SystemTime,
+    duration: Duration,
+    sql: u32,
+) -> String {
+    let mut b = Builder {
+        registry: Registry::with_prefix("powerdiag"),
+    };
+    b.one(
+        "up",
+        "1: the agent is running and serving samples",
+        Some(1.0),
+    );
+    b.gauge(
+        "build_info",
+        "powerdiag build information",
+        vec![(l(&[("version", env!("CARGO_PKG_VERSION"))]), 1.0)],
+    );
+    let ts = taken_at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .ok();
+    b.one(
+        "sample_timestamp_seconds",
+        "Unix time the last sample started",
+        ts,
+    );
+    b.one(
+        "sample_duration_seconds",
+        "How long the last sample took",
+        Some(duration.as_secs_f64()),
+    );
+    b.one(
+        "sample_sql_statements",
+        "SQL statements the last sample sent to MariaDB",
+        Some(f64::from(sql)),
+    );
+    b.one(
+        "mariadb_up",
+        "1 when the last sample reached MariaDB",
+        Some(if s.mariadb.reachable { 1.0 } else { 0.0 }),
+    );
+    b.gauge(
+        "collector_success",
+        "1 when the collector succeeded in the last sample",
+        s.collectors
+            .iter()
+            .map(|c| {
+                (
+                    l(&[("collector", &c.name)]),
+                    if c.success { 1.0 } else { 0.0 },
+                )
+            })
+            .collect(),
+    );
+    b.gauge(
+        "collector_duration_seconds",
+        "How long the collector took in the last sample",
+        s.collectors
+            .iter()
+            .map(|c| (l(&[("collector", &c.name)]), c.duration_seconds))
+            .collect(),
+    );
+    b.gauge(
+        "check",
+        "1 for each rule, labelled with its current verdict (status: fail, pass, not_applicable, insufficient_data)",
+        report
+            .checks
+            .iter()
+            .map(|c| {
+                (
+                    l(&[("code", &c.code), ("name", &c.name), ("severity", c.severity.as_str()), ("status", c.status.as_str())]),
+                    1.0,
+                )
+            })
+            .collect(),
+    );
+    mariadb(&mut b, s);
+    os(&mut b, s);
+    let mut out = String::with_capacity(8192);
+    // Writing into a String cannot fail.
+    let _ = encode_registry(&mut out, &b.registry);
+    out
+}
+
+fn mariadb(b: &mut Builder, s: &Snapshot) {
+    let Some(f) = &s.mariadb.facts else { return };
+    b.gauge(
+        "mariadb_version_info",
+        "The MariaDB server's version",
+        vec![(
+            l(&[("version", &f.version.raw), ("short", &f.version.short())]),
+            1.0,
+        )],
+    );
+    b.one(
+        "mariadb_mhnsw_max_cache_size_bytes",
+        "mhnsw_max_cache_size: the limit of each vector index's graph cache",
+        f.var_u64(Var::MhnswMaxCacheSize).ok().map(|v| v as f64),
+    );
+    let default_m = f
+        .var_u64(Var::MhnswDefaultM)
+        .ok()
+        .and_then(|m| u32::try_from(m).ok());
+    if let Gathered::Available(v) = &f.vector_indexes {
+        let labels = |i: &powerdiag_rules::VectorIndex| {
+            l(&[
+                ("schema", &i.schema),
+                ("table", &i.table),
+                ("index", &i.index),
+            ])
+        };
+        b.gauge(
+            "mariadb_vector_index_graph_bytes",
+            "Estimated memory the whole graph of the vector index needs in the MHNSW cache",
+            v.iter()
+                .filter_map(|i| Some((labels(i), estimate_graph_bytes(i, default_m)?.bytes as f64)))
+                .collect(),
+        );
+        b.gauge(
+            "mariadb_vector_index_rows",
+            "Vectors in the index",
+            v.iter()
+                .filter_map(|i| Some((labels(i), i.rows? as f64)))
+                .collect(),
+        );
+    }
+    let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
+    for (var, name, help) in [
+        (
+            StatusVar::HandlerReadLast,
+            "mariadb_handler_read_last",
+            "Handler_read_last: each MHNSW cache rebuild reads the graph's entry point with it",
+        ),
+        (
+            StatusVar::HandlerReadRnd,
+            "mariadb_handler_read_rnd",
+            "Handler_read_rnd: rows (and graph nodes) read by position",
+        ),
+        (
+            StatusVar::InnodbBufferPoolReadRequests,
+            "mariadb_innodb_buffer_pool_read_requests",
+            "Innodb_buffer_pool_read_requests",
+        ),
+        (
+            StatusVar::InnodbBufferPoolReads,
+            "mariadb_innodb_buffer_pool_reads",
+            "Innodb_buffer_pool_reads: reads that missed the buffer pool",
+        ),
+        (
+            StatusVar::Questions,
+            "mariadb_questions",
+            "Questions: statements sent by clients",
+        ),
+        (
+            StatusVar::SlowQueries,
+            "mariadb_slow_queries",
+            "Slow_queries",
+        ),
+    ] {
+        b.counter(name, help, st(var));
+    }
+    b.one(
+        "mariadb_threads_connected",
+        "Threads_connected",
+        st(StatusVar::ThreadsConnected),
+    );
+    b.one(
+        "mariadb_threads_running",
+        "Threads_running",
+        st(StatusVar::ThreadsRunning),
+    );
+    b.one(
+        "mariadb_memory_used_bytes",
+        "Memory_used (global)",
+        st(StatusVar::MemoryUsed),
+    );
+    b.one("mariadb_uptime_seconds", "Uptime", st(StatusVar::Uptime));
+}
+
+fn os(b: &mut Builder, s: &Snapshot) {
+    let Ok(o) = s.os.as_ref() else { return };
+    if let Ok(c) = o.cpu.as_ref() {
+        let mhz = |v: Option<f64>| v.map(|m| m * 1e6);
+        b.one(
+            "cpu_frequency_nominal_hertz",
+            "Nominal CPU frequency",
+            mhz(c.nominal_mhz),
+        );
+        b.one(
+            "cpu_frequency_effective_hertz",
+            "Effective CPU frequency over the window (SPURR/PURR on POWER), else the current one",
+            mhz(c.effective_mhz.or(c.current_mhz)),
+        );
+        b.one(
+            "cpu_threads",
+            "Online logical CPUs",
+            Some(f64::from(c.threads)),
+        );
+        b.one(
+            "cpu_threads_per_core",
+            "Hardware threads per core (SMT)",
+            c.threads_per_core.map(f64::from),
+        );
+    }
+    if let Ok(t) = o.cpu_time.as_ref() {
+        b.one(
+            "cpu_steal_ratio",
+            "Share of CPU time stolen by the hypervisor over the window",
+            t.steal_share,
+        );
+        b.one(
+            "cpu_busy_ratio",
+            "Share of CPU time busy over the window",
+            t.busy_share,
+        );
+    }
+    if let Ok(Some(p)) = o.partition.as_ref() {
+        let mode = if p.shared { "shared" } else { "dedicated" };
+        let yes = |x: bool| if x { "true" } else { "false" };
+        b.gauge(
+            "lpar_info",
+            "PowerVM partition mode",
+            vec![(
+                l(&[
+                    ("mode", mode),
+                    ("capped", yes(p.capped)),
+                    ("donating", yes(p.donating)),
+                ]),
+                1.0,
+            )],
+        );
+        b.one(
+            "lpar_entitled_capacity",
+            "Entitled capacity in processor units",
+            p.entitled_capacity,
+        );
+        b.one(
+            "lpar_online_vcpus",
+            "Online virtual processors",
+            p.online_vcpus.map(f64::from),
+        );
+    }
+    if let Ok(m) = o.memory.as_ref() {
+        b.one(
+            "memory_base_page_bytes",
+            "Base page size",
+            m.base_page_bytes.map(|v| v as f64),
+        );
+        if let Some(thp) = &m.thp_enabled {
+            b.gauge(
+                "transparent_hugepage_info",
+                "Transparent huge pages settings",
+                vec![(
+                    l(&[
+                        ("enabled", thp),
+                        ("defrag", m.thp_defrag.as_deref().unwrap_or("")),
+                    ]),
+                    1.0,
+                )],
+            );
+        }
+    }
+    if let Ok(p) = o.process.as_ref() {
+        b.one(
+            "mariadbd_resident_bytes",
+            "mariadbd resident memory",
+            p.rss_bytes.map(|v| v as f64),
+        );
+        b.one(
+            "mariadbd_anon_huge_bytes",
+            "mariadbd anonymous memory in transparent huge pages",
+            p.anon_huge_bytes.map(|v| v as f64),
+        );
+        let mut pages: Vec<(Labels, f64)> = Vec::new();
+        for (segment, v) in [
+            ("data", p.data_page_bytes),
+            ("text", p.text_page_bytes),
+            ("stack", p.stack_page_bytes),
+        ] {
+            if let Some(v) = v {
+                pages.push((l(&[("segment", segment)]), v as f64));
+            }
+        }
+        if pages.is_empty()
+            && let Some(k) = p.kernel_page_sizes.first()
+        {
+            pages.push((l(&[("segment", "all")]), *k as f64));
+        }
+        b.gauge(
+            "mariadbd_page_size_bytes",
+            "Page size of mariadbd's memory (AIX: per segment)",
+            pages,
+        );
+    }
+    if let Ok(c) = o.counters.as_ref() {
+        b.gauge(
+            "mariadbd_perf_events",
+            "Hardware and software events counted on mariadbd's threads over the window (absent when unavailable)",
+            c.events.iter().filter_map(|e| Some((l(&[("event", &e.name)]), e.value? as f64))).collect(),
+        );
+        b.one(
+            "mariadbd_perf_window_seconds",
+            "Length of the counting window",
+            Some(c.window_seconds),
+        );
+    }
+}
+
+/// The Prometheus text format (0.0.4) of an OpenMetrics body: no `# UNIT` lines, and counter
+/// families named by their `_total` sample in `# HELP`/`# TYPE` (OpenMetrics names the family
+/// without it). Done once per sample, not per scrape.
+pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len() + 64);
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// The scrape body: the encoded sample (OpenMetrics, or the Prometheus text of it), its age
+/// now, and `# EOF` for OpenMetrics.
+pub(crate) fn render(
+    encoded: &str,
+    taken_at: Option<SystemTime>,
+    now: SystemTime,
+    openmetrics: bool,
+) -> String {
+    let mut out = String::with_capacity(encoded.len() + 256);
+    out.push_str(encoded);
+    if let Some(t) = taken_at {
+        let age = now.duration_since(t).unwrap_or_default().as_secs_f64();
+        let _ = write!(
+            out,
+            "# HELP powerdiag_sample_age_seconds Seconds since the served sample started.\n# TYPE powerdiag_sample_age_seconds gauge\npowerdiag_sample_age_seconds {age}\n"
+        );
+    }
+    if openmetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerdiag_rules::{evaluate, testing::*};
+
+    fn sample() -> String {
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(big_vector_index())
+            .status(StatusVar::HandlerReadLast, "42")
+            .build();
+        encode_sample(
+            &s,
+            &evaluate(&s),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1000),
+            Duration::from_millis(1200),
+            9,
+        )
+    }
+
+    #[test]
+    fn verdicts_facts_and_health_are_exported() {
+        let text = sample();
+        for needle in [
+            "powerdiag_up 1",
+            "powerdiag_mariadb_up 1",
+            "powerdiag_check{code=\"PD101\",name=\"mhnsw-cache-undersized\",severity=\"critical\",status=\"fail\"} 1",
+            "powerdiag_mariadb_mhnsw_max_cache_size_bytes 16777216",
+            "powerdiag_mariadb_vector_index_graph_bytes{schema=\"app\",table=\"docs\",index=\"e\"}",
+            "powerdiag_mariadb_handler_read_last_total 42",
+            "powerdiag_sample_sql_statements 9",
+            "powerdiag_memory_base_page_bytes 4096",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from\n{text}");
+        }
+        assert!(!text.contains("# EOF"), "EOF is added per scrape");
+    }
+
+    #[test]
+    fn render_adds_age_and_the_right_ending() {
+        let enc = sample();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let om = render(&enc, Some(t), t + Duration::from_secs(7), true);
+        assert!(
+            om.ends_with("powerdiag_sample_age_seconds 7\n# EOF\n"),
+            "{om}"
+        );
+        let text = render(
+            &to_prometheus_text(&enc),
+            Some(t),
+            t + Duration::from_secs(7),
+            false,
+        );
+        assert!(!text.contains("# EOF") && !text.contains("# UNIT"));
+        assert!(
+            text.contains("# TYPE powerdiag_mariadb_handler_read_last_total counter"),
+            "{text}"
+        );
+    }
+}

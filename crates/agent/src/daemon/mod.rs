@@ -1,0 +1,157 @@
+//! The `powerdiag agent` daemon: a sampler on its own interval, and an HTTP server that only
+//! serves the last sample. One cancellation token stops both; SIGHUP reloads the configuration.
+
+pub mod config;
+pub mod http;
+mod metrics;
+pub mod sampler;
+
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::collect::{mariadb::target::Candidate, os::Roots};
+pub use config::{Config, ConfigError};
+
+/// How to run the agent.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// `host:port` or `:port` (all interfaces).
+    pub listen_address: String,
+    pub telemetry_path: String,
+    pub config_file: Option<PathBuf>,
+    pub candidates: Vec<Candidate>,
+    pub roots: Roots,
+}
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--web.listen-address {address}: {message}")]
+    Listen { address: String, message: String },
+    #[error(
+        "--web.telemetry-path {0:?}: must start with / and not be one of the agent's other paths"
+    )]
+    TelemetryPath(String),
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// How long a shutdown may take before the agent exits anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// `:9987` → `0.0.0.0:9987`; `[::1]:9987` and `127.0.0.1:9987` as given.
+pub fn parse_listen(address: &str) -> Result<SocketAddr, AgentError> {
+    let full = if address.starts_with(':') {
+        format!("0.0.0.0{address}")
+    } else {
+        address.to_owned()
+    };
+    full.parse().map_err(|_| AgentError::Listen {
+        address: address.to_owned(),
+        message: "expected HOST:PORT or :PORT, e.g. :9987 or 127.0.0.1:9987".into(),
+    })
+}
+
+/// Loads the configuration (or the defaults), binds, then runs until SIGTERM/SIGINT.
+/// Everything that can be wrong with the flags or the file fails here, before binding.
+pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
+    let config = match &opts.config_file {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let tp = &opts.telemetry_path;
+    if !tp.starts_with('/') || ["/", "/healthz", "/api/v1/snapshot"].contains(&tp.as_str()) {
+        return Err(AgentError::TelemetryPath(tp.clone()));
+    }
+    let addr = parse_listen(&opts.listen_address)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| AgentError::Listen {
+            address: opts.listen_address.clone(),
+            message: e.to_string(),
+        })?;
+    tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), path = %tp, "listening");
+
+    let cancel = CancellationToken::new();
+    let (config_tx, config_rx) = watch::channel(Arc::new(config));
+    let (sample_tx, sample_rx) = watch::channel(None);
+    let sampler = tokio::spawn(sampler::run(
+        sampler::SamplerSetup {
+            candidates: opts.candidates.clone(),
+            roots: opts.roots.clone(),
+        },
+        config_rx.clone(),
+        sample_tx,
+        cancel.clone(),
+    ));
+    tokio::spawn(signals(opts.config_file.clone(), config_tx, cancel.clone()));
+
+    let app = http::app(http::AppState {
+        samples: sample_rx,
+        config: config_rx,
+        telemetry_path: tp.clone(),
+        started: SystemTime::now(),
+    });
+    let shutdown = cancel.clone();
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await });
+    let served = tokio::select! {
+        r = server => r,
+        // Drain for at most the grace period once asked to stop.
+        () = async { cancel.cancelled().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => Ok(()),
+    };
+    cancel.cancel();
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, sampler).await;
+    tracing::info!("stopped");
+    served.map_err(AgentError::Serve)
+}
+
+/// SIGTERM/SIGINT stop the agent; SIGHUP reloads the configuration file (a bad file keeps the
+/// running configuration and says why).
+async fn signals(
+    config_file: Option<PathBuf>,
+    config: watch::Sender<Arc<Config>>,
+    cancel: CancellationToken,
+) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) else {
+            tracing::error!("cannot install signal handlers");
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+                _ = int.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+                _ = hup.recv() => match &config_file {
+                    None => tracing::info!("SIGHUP: no --config.file to reload"),
+                    Some(p) => match Config::load(p) {
+                        Ok(c) => { tracing::info!(file = %p.display(), "SIGHUP: configuration reloaded"); config.send_replace(Arc::new(c)); }
+                        Err(e) => tracing::error!(error = %e, "SIGHUP: reload failed; keeping the running configuration"),
+                    },
+                },
+                () = cancel.cancelled() => return,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (config_file, config);
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    cancel.cancel();
+}

@@ -1,0 +1,137 @@
+//! The sampling loop: one sample at a time, on its own schedule, published through a `watch`
+//! channel. A scrape never collects; it reads the latest published sample.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant, SystemTime},
+};
+
+use powerdiag_rules::{Report, Snapshot, evaluate_with};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{config::Config, metrics};
+use crate::collect::{
+    self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, mariadb::target::Candidate,
+    os::Roots,
+};
+
+/// One complete sample, as served.
+#[derive(Debug)]
+pub struct Sample {
+    pub snapshot: Snapshot,
+    pub report: Report,
+    pub taken_at: SystemTime,
+    pub duration: Duration,
+    pub sql_statements: u32,
+    /// Sequence number: 1 for the first sample.
+    pub seq: u64,
+    /// The metrics, encoded once: OpenMetrics text without `# EOF`, and the same in the
+    /// Prometheus text format.
+    pub encoded: String,
+    pub encoded_text: String,
+}
+
+/// What the sampler needs besides the configuration.
+#[derive(Debug, Clone)]
+pub struct SamplerSetup {
+    pub candidates: Vec<Candidate>,
+    pub roots: Roots,
+}
+
+/// Runs until `cancel`: samples every `config.sample.interval`, publishing into `tx`.
+pub async fn run(
+    setup: SamplerSetup,
+    mut config: watch::Receiver<Arc<Config>>,
+    tx: watch::Sender<Option<Arc<Sample>>>,
+    cancel: CancellationToken,
+) {
+    let mut seq = 0u64;
+    let mut last_probe: Option<Instant> = None;
+    loop {
+        let cfg = config.borrow_and_update().clone();
+        let started = Instant::now();
+        let probe_due =
+            cfg.probe.enabled && last_probe.is_none_or(|t| t.elapsed() >= cfg.probe.interval);
+        let opts = CollectOptions {
+            candidates: setup.candidates.clone(),
+            mariadb: MariadbOptions {
+                timeout: cfg.sample.timeout,
+                probe: probe_due.then(|| ProbeOptions {
+                    queries: cfg.probe.queries,
+                    ..Default::default()
+                }),
+            },
+            taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
+            roots: setup.roots.clone(),
+            sample_window: cfg.sample.window,
+        };
+        let taken_at = SystemTime::now();
+        // Every statement and the connection have their own deadline; this bounds the whole
+        // sample too, so a hung server can never stack samples.
+        let budget = cfg
+            .sample
+            .interval
+            .saturating_sub(Duration::from_millis(100))
+            .max(cfg.sample.timeout);
+        let collected = tokio::select! {
+            () = cancel.cancelled() => return,
+            r = tokio::time::timeout(budget, collect::collect(&opts, &NoProgress)) => r,
+        };
+        match collected {
+            Ok((snapshot, stats)) => {
+                if probe_due {
+                    last_probe = Some(Instant::now());
+                }
+                seq += 1;
+                let report = evaluate_with(&snapshot, &cfg.rules.disabled);
+                let duration = started.elapsed();
+                let encoded = metrics::encode_sample(
+                    &snapshot,
+                    &report,
+                    taken_at,
+                    duration,
+                    stats.sql_statements,
+                );
+                let mariadb = if snapshot.mariadb.reachable {
+                    "up"
+                } else {
+                    "down"
+                };
+                tracing::debug!(
+                    seq,
+                    duration_ms = duration.as_millis() as u64,
+                    mariadb,
+                    "sample"
+                );
+                if let Some(e) = &snapshot.mariadb.error {
+                    tracing::warn!(target = snapshot.mariadb.target.as_deref().unwrap_or("?"), error = %e.message, "MariaDB unavailable");
+                }
+                let encoded_text = metrics::to_prometheus_text(&encoded);
+                let sample = Sample {
+                    snapshot,
+                    report,
+                    taken_at,
+                    duration,
+                    sql_statements: stats.sql_statements,
+                    seq,
+                    encoded,
+                    encoded_text,
+                };
+                tx.send_replace(Some(Arc::new(sample)));
+            }
+            Err(_) => tracing::warn!(
+                budget_s = budget.as_secs_f64(),
+                "sample did not finish in time; serving the previous one"
+            ),
+        }
+        // Next sample one interval after this one started (not after it ended).
+        let next = cfg.sample.interval.saturating_sub(started.elapsed());
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(next) => {}
+            // A reloaded configuration takes effect at once.
+            r = config.changed() => if r.is_err() { return },
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! `powerdiag agent`.
+
+use anyhow::{Context, Result};
+use powerdiag_agent::{
+    collect::mariadb::target,
+    daemon::{self, AgentOptions},
+};
+
+use crate::{
+    args::{AgentArgs, LogFormat, LogLevel},
+    doctor, exit,
+};
+
+pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
+    init_logging(args.log_level, args.log_format);
+    let request = doctor::connection_request(
+        args.mariadb_url.as_deref(),
+        args.mariadb_defaults_file.as_deref(),
+    )?;
+    let candidates = target::plan(&request)?;
+    let opts = AgentOptions {
+        listen_address: args.listen_address.clone(),
+        telemetry_path: args.telemetry_path.clone(),
+        config_file: args.config_file.clone(),
+        candidates,
+        roots: doctor::roots(&args.paths)?,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(daemon::run(opts))?;
+    runtime.shutdown_timeout(daemon::SHUTDOWN_GRACE);
+    Ok(exit::OK)
+}
+
+fn init_logging(level: LogLevel, format: LogFormat) {
+    let level = match level {
+        LogLevel::Debug => tracing::Level::DEBUG,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Warn => tracing::Level::WARN,
+        LogLevel::Error => tracing::Level::ERROR,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    // A second initialisation (tests) is harmless: keep the first.
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Logfmt => builder
+            .event_format(tracing_logfmt::EventsFormatter::default())
+            .fmt_fields(tracing_logfmt::FieldsFormatter::default())
+            .try_init(),
+    };
+}

@@ -1,0 +1,387 @@
+//! `powerdiag agent` against real servers: endpoints, metrics that promtool accepts, faults
+//! (server down at start, restarted, hung), configuration errors and reloads, shutdown.
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use crate::support::*;
+
+/// A running agent, killed when dropped.
+pub(crate) struct Agent {
+    child: Child,
+    pub(crate) port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts an agent with `config` (TOML) watching `url`, and waits until it answers.
+pub(crate) fn start_agent(url: &str, config: &str) -> Agent {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_powerdiag"))
+        .env("POWERDIAG_MARIADB_URL", url)
+        .env("HOME", dir.path())
+        .args(["agent", "--log.level", "debug", "--web.listen-address"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--config.file")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let agent = Agent {
+        child,
+        port,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(port, "/healthz").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not answer within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    agent
+}
+
+/// A plain HTTP/1.1 GET; `None` when nothing answers. Returns (status, headers, body).
+pub(crate) fn get_with(port: u16, path: &str, extra: &str) -> Option<(u16, String, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{extra}\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, head.to_owned(), body.to_owned()))
+}
+
+pub(crate) fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
+    get_with(port, path, "")
+}
+
+fn metric(body: &str, name: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// Waits until `f` holds or `limit` passes.
+fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    f()
+}
+
+const FAST: &str = "[sample]\ninterval = \"2s\"\ntimeout = \"1s\"\nwindow = \"200ms\"\n";
+
+#[test]
+fn serves_metrics_snapshot_and_health() {
+    let server = Server::m1011();
+    let agent = start_agent(&server.root_url(), FAST);
+    assert!(eventually(Duration::from_secs(8), || {
+        get(agent.port, "/metrics")
+            .is_some_and(|(_, _, b)| metric(&b, "powerdiag_mariadb_up") == Some(1.0))
+    }));
+    let (status, head, body) = get(agent.port, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    for needle in [
+        "powerdiag_up 1",
+        "powerdiag_collector_success{collector=\"mariadb\"} 1",
+        "powerdiag_collector_duration_seconds{collector=\"os\"}",
+        "powerdiag_check{code=\"PD204\",name=\"performance-schema-off\",severity=\"info\",status=\"",
+        "powerdiag_sample_age_seconds",
+        "powerdiag_mariadb_questions_total",
+    ] {
+        assert!(body.contains(needle), "{needle} missing from\n{body}");
+    }
+    assert!(
+        !body.contains(&Server::root_password()),
+        "no secret in metrics"
+    );
+
+    // promtool, the Prometheus project's own linter, accepts the exposition.
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package, installed by tests/harness/setup.sh)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // OpenMetrics by negotiation, gzip when asked.
+    let (_, head, body) = get_with(
+        agent.port,
+        "/metrics",
+        "Accept: application/openmetrics-text; version=1.0.0\r\n",
+    )
+    .unwrap();
+    assert!(
+        head.contains("application/openmetrics-text") && body.ends_with("# EOF\n"),
+        "{head}"
+    );
+    let (_, head, _) = get_with(agent.port, "/metrics", "Accept-Encoding: gzip\r\n").unwrap();
+    assert!(
+        head.to_ascii_lowercase().contains("content-encoding: gzip"),
+        "{head}"
+    );
+
+    // The snapshot API serves what doctor --from reads.
+    let (status, _, json) = get(agent.port, "/api/v1/snapshot").unwrap();
+    assert_eq!(status, 200);
+    let snap = powerdiag_rules::read_snapshot(&json).unwrap();
+    assert!(snap.mariadb.reachable);
+    assert!(!json.contains(&Server::root_password()));
+    let (status, _, health) = get(agent.port, "/healthz").unwrap();
+    assert_eq!(status, 200, "{health}");
+    let (status, _, index) = get(agent.port, "/").unwrap();
+    assert_eq!(status, 200);
+    assert!(index.contains("/metrics") && index.contains("/api/v1/snapshot"));
+}
+
+#[test]
+fn bad_flags_and_configuration_fail_before_binding() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[sample]\nintervall = \"15s\"\n").unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let with_listen = |mut v: Vec<String>| {
+        v.extend(["--web.listen-address".to_owned(), listen.clone()]);
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            with_listen(vec!["--config.file".into(), bad.display().to_string()]),
+            "unknown field `intervall`",
+        ),
+        (
+            with_listen(vec![
+                "--config.file".into(),
+                "/nonexistent/agent.toml".into(),
+            ]),
+            "/nonexistent/agent.toml",
+        ),
+        (
+            vec!["--web.listen-address".into(), "nowhere".into()],
+            "--web.listen-address nowhere",
+        ),
+        (
+            with_listen(vec!["--web.telemetry-path".into(), "metrics".into()]),
+            "--web.telemetry-path",
+        ),
+        (
+            with_listen(vec!["--log.level".into(), "chatty".into()]),
+            "chatty",
+        ),
+    ];
+    for (args, needle) in cases {
+        let t = Instant::now();
+        let r = run(powerdiag()
+            .env("POWERDIAG_MARIADB_URL", "mysql://x@127.0.0.1:1/")
+            .arg("agent")
+            .args(&args));
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(
+            TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "{args:?}: nothing may listen"
+        );
+    }
+}
+
+#[test]
+fn sighup_reloads_and_a_bad_reload_keeps_the_old_configuration() {
+    let server = Server::m1011();
+    let mut agent = start_agent(&server.root_url(), FAST);
+    let has_pd204 =
+        |a: &Agent| get(a.port, "/metrics").is_some_and(|(_, _, b)| b.contains("code=\"PD204\""));
+    assert!(eventually(Duration::from_secs(8), || has_pd204(&agent)));
+    let cfg: PathBuf = agent._dir.path().join("agent.toml");
+
+    std::fs::write(&cfg, "[sample]\ninterval = \"2s\"\ntimeout = \"oops\"\n").unwrap();
+    signal(agent.child.id(), "HUP");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        get(agent.port, "/healthz").is_some_and(|(s, _, _)| s == 200),
+        "still serving after a bad reload"
+    );
+
+    std::fs::write(&cfg, format!("{FAST}[rules]\ndisabled = [\"PD204\"]\n")).unwrap();
+    signal(agent.child.id(), "HUP");
+    assert!(
+        eventually(Duration::from_secs(8), || !has_pd204(&agent)),
+        "the reloaded configuration disables PD204"
+    );
+
+    // SIGTERM: a clean exit within the grace period.
+    signal(agent.child.id(), "TERM");
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = agent.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(6),
+            "SIGTERM did not stop the agent in 6 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let mut log = String::new();
+    agent
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("reload failed; keeping the running configuration"),
+        "{log}"
+    );
+    assert!(log.contains("configuration reloaded"), "{log}");
+    assert!(log.contains("SIGTERM"), "{log}");
+    assert!(!log.contains(&Server::root_password()), "no secret in logs");
+}
+
+pub(crate) fn signal(pid: u32, sig: &str) {
+    assert!(
+        Command::new("kill")
+            .args([&format!("-{sig}"), &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// MariaDB down at start, back, then hung: the agent keeps serving, reports it, recovers.
+#[test]
+fn survives_a_server_that_is_down_comes_back_and_hangs() {
+    let _lock = hang_lock();
+    let server = Server::hang();
+    harness(&["stop", "hang"]);
+    let agent = start_agent(&server.root_url(), FAST);
+    let up = |a: &Agent| {
+        get(a.port, "/metrics").and_then(|(_, _, b)| metric(&b, "powerdiag_mariadb_up"))
+    };
+    assert!(
+        eventually(Duration::from_secs(6), || up(&agent) == Some(0.0)),
+        "mariadb_up 0 while the server is down"
+    );
+    let (_, _, body) = get(agent.port, "/metrics").unwrap();
+    assert_eq!(metric(&body, "powerdiag_up"), Some(1.0));
+    assert!(
+        body.contains("powerdiag_collector_success{collector=\"mariadb\"} 0"),
+        "{body}"
+    );
+    assert!(
+        body.contains("powerdiag_collector_success{collector=\"os\"} 1"),
+        "host collectors still report"
+    );
+
+    // The server returns: up again within two intervals (2 × 2 s) of its start.
+    harness(&["start", "hang", "10.11", &server.port.to_string()]);
+    let back = Instant::now();
+    assert!(
+        eventually(Duration::from_secs(5), || up(&agent) == Some(1.0)),
+        "mariadb_up 1 within two intervals"
+    );
+    let recovered = back.elapsed();
+    assert!(recovered <= Duration::from_secs(5), "took {recovered:?}");
+
+    // Hung: samples time out, scrapes stay fast with the last values and a growing age, and
+    // nothing piles up (one sample at a time, each bounded).
+    let pid = server.pid();
+    signal(pid as u32, "STOP");
+    let fds_before = open_fds(agent.child.id());
+    let mut worst = Duration::ZERO;
+    let mut ages = Vec::new();
+    let mut ups = Vec::new();
+    let until = Instant::now() + Duration::from_secs(7);
+    while Instant::now() < until {
+        let t = Instant::now();
+        let (status, _, body) =
+            get(agent.port, "/metrics").expect("the agent answers while the server hangs");
+        worst = worst.max(t.elapsed());
+        assert_eq!(status, 200);
+        ages.extend(metric(&body, "powerdiag_sample_age_seconds"));
+        ups.extend(metric(&body, "powerdiag_mariadb_up"));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let fds_after = open_fds(agent.child.id());
+    signal(pid as u32, "CONT");
+    assert!(
+        worst < Duration::from_millis(500),
+        "a scrape took {worst:?} while the server hung"
+    );
+    assert!(
+        fds_after <= fds_before + 3,
+        "file descriptors grew from {fds_before} to {fds_after}: connections pile up"
+    );
+    assert!(
+        ups.contains(&0.0),
+        "a hung server shows as mariadb_up 0 once its sample times out: {ups:?}"
+    );
+    // Samples keep finishing (each bounded by the 1 s timeout): the sampler is never stuck.
+    assert!(
+        ages.iter().all(|a| *a < 4.0),
+        "sample ages while hung: {ages:?}"
+    );
+    assert!(
+        eventually(Duration::from_secs(8), || up(&agent) == Some(1.0)),
+        "back to 1 after SIGCONT"
+    );
+}
