@@ -14,5 +14,6 @@ mod linux_fixtures;
 mod live_host;
 mod mariadb1011;
 mod no_database;
+mod prometheus;
 mod support;
 mod vector;

@@ -207,3 +207,22 @@ pub(crate) fn harness(args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The 11.8 server's vector cache is changed by one test and read by others: one at a time.
+pub(crate) fn m118_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Percent-encodes a query-string value.
+pub(crate) fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

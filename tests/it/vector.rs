@@ -38,7 +38,7 @@ fn vectors() -> impl Iterator<Item = Vec<f32>> {
 
 /// Creates `powerdiag_it.docs` with ROWS vectors unless it is already complete, and the
 /// least-privilege monitoring user of the README.
-async fn prepare(server: &Server) {
+pub(crate) async fn prepare(server: &Server) {
     let pool = server.pool();
     let mut c = pool.get_conn().await.expect("connect as root");
     let count: Option<u64> = c
@@ -143,6 +143,7 @@ fn index_facts(j: &Value) -> &Value {
 
 #[test]
 fn undersized_cache_thrashes_and_the_fix_works() {
+    let _lock = m118_lock();
     let server = Server::m118();
     block_on(prepare(&server));
     let root = server.root_url();

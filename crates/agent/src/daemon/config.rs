@@ -14,7 +14,6 @@ pub struct Config {
     pub rules: RulesConfig,
 }
 
-
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SampleConfig {

@@ -190,7 +190,9 @@ async fn server_facts(
         variables,
         status,
         vector_indexes: Gathered::Available(Vec::new()),
-        probe: Gathered::Unavailable("probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into()),
+        probe: Gathered::Unavailable(
+            "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into(),
+        ),
         notes,
     })
 }
@@ -209,7 +211,10 @@ async fn collect_vectors(
     if !facts.version.has_vector_indexes() {
         facts.probe = match opts.probe {
             Some(_) => Gathered::Available(Probe::default()),
-            None => Gathered::Unavailable("probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into()),
+            None => Gathered::Unavailable(
+                "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)"
+                    .into(),
+            ),
         };
         return;
     }
