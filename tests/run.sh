@@ -5,7 +5,8 @@
 #      compile check of perfstat-sys (crates/perfstat-sys/ci-check.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011) and a second 10.11 for the hung-server test
 #      (hang) on loopback ports under a temporary directory;
-#   4. cargo test --workspace (unit tests and tests/it against those servers);
+#   4. cargo test --workspace (unit tests and tests/it against those servers, and a real
+#      Prometheus), then tests/soak.sh's short variant;
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11),
@@ -74,3 +75,6 @@ done
 
 step "cargo test"
 cargo test --workspace --locked -- --test-threads "${POWERDIAG_TEST_THREADS:-4}"
+
+step "agent soak, short variant (restarts m1011 while scraping at 10/s)"
+"$HERE/soak.sh"

@@ -385,3 +385,141 @@ fn survives_a_server_that_is_down_comes_back_and_hangs() {
         "back to 1 after SIGCONT"
     );
 }
+
+fn testdata(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../agent/src/daemon/testdata")
+        .join(name)
+}
+
+fn curl(args: &[&str]) -> (String, String) {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "5",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// TLS and basic auth from an exporter-toolkit web config, checked with real HTTPS requests.
+#[test]
+fn tls_and_basic_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash("scrape-Pw-9", 6).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  prometheus: '{hash}'\n",
+            testdata("test-server.crt").display(),
+            testdata("test-server.key").display()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_powerdiag"))
+        .env("POWERDIAG_MARIADB_URL", "mysql://x@127.0.0.1:1/")
+        .args([
+            "agent",
+            "--web.listen-address",
+            &format!("127.0.0.1:{port}"),
+            "--web.config.file",
+        ])
+        .arg(&web)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ca = testdata("test-ca.crt");
+    let ca = ca.to_str().unwrap();
+    let url = format!("https://localhost:{port}/metrics");
+    assert!(
+        eventually(Duration::from_secs(10), || curl(&["--cacert", ca, &url]).0
+            == "401"),
+        "the agent answers over TLS"
+    );
+    assert_eq!(
+        curl(&["--cacert", ca, "-u", "prometheus:scrape-Pw-9", &url]).0,
+        "200"
+    );
+    assert_eq!(
+        curl(&["--cacert", ca, "-u", "prometheus:wrong", &url]).0,
+        "401",
+        "wrong password"
+    );
+    assert_eq!(
+        curl(&["--cacert", ca, "-u", "nobody:scrape-Pw-9", &url]).0,
+        "401",
+        "unknown user"
+    );
+    let snapshot = format!("https://localhost:{port}/api/v1/snapshot");
+    let authorised = [
+        "--cacert",
+        ca,
+        "-u",
+        "prometheus:scrape-Pw-9",
+        snapshot.as_str(),
+    ];
+    assert!(
+        eventually(Duration::from_secs(5), || curl(&authorised).0 == "200"),
+        "the snapshot API over TLS once the first sample is in"
+    );
+    let (code, err) = curl(&[&url]);
+    assert_eq!(
+        code, "000",
+        "an untrusted certificate is refused by the client: {err}"
+    );
+    assert_eq!(
+        curl(&[&format!("http://127.0.0.1:{port}/metrics")]).0,
+        "000",
+        "no plain HTTP on the TLS port"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        !log.contains("scrape-Pw-9") && !log.contains(&hash),
+        "no credential in the log"
+    );
+
+    // A web config that cannot work fails before binding, naming the file.
+    let broken = dir.path().join("broken.yml");
+    std::fs::write(
+        &broken,
+        "tls_server_config:\n  cert_file: /nonexistent.crt\n  key_file: /nonexistent.key\n",
+    )
+    .unwrap();
+    let r = run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", "mysql://x@127.0.0.1:1/")
+        .args([
+            "agent",
+            "--web.listen-address",
+            &format!("127.0.0.1:{port}"),
+            "--web.config.file",
+        ])
+        .arg(&broken));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("broken.yml") && r.stderr.contains("/nonexistent.crt"),
+        "{}",
+        r.stderr
+    );
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}

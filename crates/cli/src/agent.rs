@@ -22,6 +22,7 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
         listen_address: args.listen_address.clone(),
         telemetry_path: args.telemetry_path.clone(),
         config_file: args.config_file.clone(),
+        web_config_file: args.web_config_file.clone(),
         candidates,
         roots: doctor::roots(&args.paths)?,
     };

@@ -79,6 +79,11 @@ pub(crate) struct AgentArgs {
     )]
     pub(crate) telemetry_path: String,
 
+    /// Web configuration in the Prometheus exporter-toolkit format (YAML): TLS certificate and
+    /// key, client certificates, and `basic_auth_users` with bcrypt hashes
+    #[arg(long = "web.config.file", value_name = "PATH")]
+    pub(crate) web_config_file: Option<PathBuf>,
+
     /// Agent configuration (TOML): sample interval and timeout, probe schedule, disabled rules.
     /// Reloaded on SIGHUP
     #[arg(long = "config.file", value_name = "PATH")]

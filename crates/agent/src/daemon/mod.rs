@@ -5,6 +5,7 @@ pub mod config;
 pub mod http;
 mod metrics;
 pub mod sampler;
+pub mod webconfig;
 
 use std::{
     net::SocketAddr,
@@ -26,6 +27,8 @@ pub struct AgentOptions {
     pub listen_address: String,
     pub telemetry_path: String,
     pub config_file: Option<PathBuf>,
+    /// The exporter-toolkit web configuration (TLS, basic auth), `--web.config.file`.
+    pub web_config_file: Option<PathBuf>,
     pub candidates: Vec<Candidate>,
     pub roots: Roots,
 }
@@ -35,6 +38,8 @@ pub struct AgentOptions {
 pub enum AgentError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("--web.config.file {0}")]
+    WebConfig(#[from] webconfig::WebConfigError),
     #[error("--web.listen-address {address}: {message}")]
     Listen { address: String, message: String },
     #[error(
@@ -68,6 +73,15 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
+    let web = match &opts.web_config_file {
+        Some(p) => {
+            let w = webconfig::load(p)?;
+            // Build the TLS configuration now: a bad certificate fails before binding.
+            w.rustls_config()?;
+            Some(Arc::new(w))
+        }
+        None => None,
+    };
     let tp = &opts.telemetry_path;
     if !tp.starts_with('/') || ["/", "/healthz", "/api/v1/snapshot"].contains(&tp.as_str()) {
         return Err(AgentError::TelemetryPath(tp.clone()));
@@ -79,7 +93,13 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
             address: opts.listen_address.clone(),
             message: e.to_string(),
         })?;
-    tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), path = %tp, "listening");
+    tracing::info!(
+        address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        path = %tp,
+        tls = web.as_ref().is_some_and(|w| w.tls.is_some()),
+        basic_auth = web.as_ref().is_some_and(|w| !w.basic_auth_users.is_empty()),
+        "listening"
+    );
 
     let cancel = CancellationToken::new();
     let (config_tx, config_rx) = watch::channel(Arc::new(config));
@@ -102,8 +122,12 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         started: SystemTime::now(),
     });
     let shutdown = cancel.clone();
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await });
+    let server = webconfig::serve(
+        listener,
+        app,
+        web,
+        async move { shutdown.cancelled().await },
+    );
     let served = tokio::select! {
         r = server => r,
         // Drain for at most the grace period once asked to stop.
