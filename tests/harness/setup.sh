@@ -11,7 +11,8 @@
 #
 # Steps:
 #   1. apt: build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client
-#      prometheus, with a temporary /usr/sbin/policy-rc.d (exit 101) so no service starts.
+#      prometheus, and the ppc64le and arm64 cross C compilers (ring, in the TLS stack, compiles C
+#      in the cross checks), with a temporary /usr/sbin/policy-rc.d (exit 101) so no service starts.
 #   2. Stops and disables the system mariadb and prometheus services (tests need port 3306 and
 #      /run/mysqld/mysqld.sock free).
 #   3. Rust via rustup, only if cargo is missing.
@@ -29,7 +30,8 @@ ensure_root "${BASH_SOURCE[0]}" "$@"
 [ $# -eq 0 ] || die "setup.sh takes no arguments (got: $*)"
 export DEBIAN_FRONTEND=noninteractive
 
-PACKAGES=(build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client prometheus)
+PACKAGES=(build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client prometheus
+    gcc-powerpc64le-linux-gnu gcc-aarch64-linux-gnu)
 SYSTEM_SERVICES=(mariadb prometheus)
 POLICY=/usr/sbin/policy-rc.d
 POLICY_SAVED=/usr/sbin/policy-rc.d.powerdiag-saved

@@ -33,6 +33,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
         mariadb: MariadbOptions {
             timeout: Duration::from_secs(1),
             probe: None,
+            vector_cache: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
-pub use mariadb::{MariadbOptions, NoProgress, ProbeObserver, ProbeOptions};
+pub use mariadb::{MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, VectorCache};
 
 /// What a one-shot collection should do.
 #[derive(Debug, Clone)]

@@ -26,6 +26,9 @@ pub struct SampleConfig {
     /// OS sample window for rates (steal, counters); 0 uses since-boot totals.
     #[serde(with = "humantime_serde")]
     pub window: Duration,
+    /// How long the list and sizes of vector indexes are reused before being read again.
+    #[serde(with = "humantime_serde")]
+    pub vector_index_refresh: Duration,
 }
 
 impl Default for SampleConfig {
@@ -34,6 +37,7 @@ impl Default for SampleConfig {
             interval: Duration::from_secs(15),
             timeout: Duration::from_secs(5),
             window: Duration::from_secs(1),
+            vector_index_refresh: Duration::from_secs(300),
         }
     }
 }

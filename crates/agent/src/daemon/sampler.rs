@@ -48,8 +48,13 @@ pub async fn run(
 ) {
     let mut seq = 0u64;
     let mut last_probe: Option<Instant> = None;
+    let mut vector_cache =
+        crate::collect::VectorCache::new(config.borrow().sample.vector_index_refresh);
     loop {
         let cfg = config.borrow_and_update().clone();
+        if vector_cache.refresh != cfg.sample.vector_index_refresh {
+            vector_cache = crate::collect::VectorCache::new(cfg.sample.vector_index_refresh);
+        }
         let started = Instant::now();
         let probe_due =
             cfg.probe.enabled && last_probe.is_none_or(|t| t.elapsed() >= cfg.probe.interval);
@@ -61,6 +66,7 @@ pub async fn run(
                     queries: cfg.probe.queries,
                     ..Default::default()
                 }),
+                vector_cache: Some(vector_cache.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),

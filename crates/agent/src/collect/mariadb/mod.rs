@@ -27,6 +27,40 @@ pub struct MariadbOptions {
     pub timeout: Duration,
     /// `None` disables the probe.
     pub probe: Option<ProbeOptions>,
+    /// Reuse the vector-index list and sizes for a while (the agent: they change slowly and
+    /// cost a few statements); `None` always lists them (doctor).
+    pub vector_cache: Option<VectorCache>,
+}
+
+/// When the indexes were listed, and what was found.
+type CachedIndexes = (Instant, Vec<powerdiag_rules::VectorIndex>);
+
+/// Vector indexes listed earlier, shared between samples.
+#[derive(Debug, Clone)]
+pub struct VectorCache {
+    pub refresh: Duration,
+    last: std::sync::Arc<std::sync::Mutex<Option<CachedIndexes>>>,
+}
+
+impl VectorCache {
+    pub fn new(refresh: Duration) -> VectorCache {
+        VectorCache {
+            refresh,
+            last: Default::default(),
+        }
+    }
+
+    fn fresh(&self) -> Option<Vec<powerdiag_rules::VectorIndex>> {
+        let guard = self.last.lock().ok()?;
+        let (at, v) = guard.as_ref()?;
+        (at.elapsed() < self.refresh).then(|| v.clone())
+    }
+
+    fn store(&self, v: &[powerdiag_rules::VectorIndex]) {
+        if let Ok(mut guard) = self.last.lock() {
+            *guard = Some((Instant::now(), v.to_vec()));
+        }
+    }
 }
 
 /// The MariaDB part of a snapshot and how its collection went.
@@ -160,15 +194,23 @@ async fn server_facts(
             }
         })?;
     let mut notes = Vec::new();
+    // Session-scoped guards, in one statement: the server itself stops a statement that runs
+    // too long, and nothing this session runs can write.
     if version.flavour == powerdiag_rules::Flavour::Mariadb {
-        // Session-scoped guards: the server itself stops a statement that runs too long, and
-        // nothing this session runs can write.
         let secs = s_timeout_secs(s);
+        let ro = if version.at_least(11, 1, 0) {
+            "transaction_read_only"
+        } else {
+            "tx_read_only"
+        };
         let _ = s
-            .exec(&format!("SET SESSION max_statement_time = {secs}"))
+            .exec(&format!(
+                "SET SESSION max_statement_time = {secs}, {ro} = 1"
+            ))
             .await;
+    } else {
+        let _ = s.exec("SET SESSION TRANSACTION READ ONLY").await;
     }
-    let _ = s.exec("SET SESSION TRANSACTION READ ONLY").await;
     let status = match server::read_status(s).await {
         Ok(st) => st,
         Err(e) => {
@@ -223,7 +265,18 @@ async fn collect_vectors(
         .variables
         .get(Var::InnodbPageSize.name())
         .and_then(|p| p.parse().ok());
-    let indexes = match vector::discover(s, page).await {
+    let cached = opts.vector_cache.as_ref().and_then(VectorCache::fresh);
+    let discovered = match cached {
+        Some(v) => Ok(vector::Discovery {
+            indexes: v,
+            notes: Vec::new(),
+        }),
+        None => vector::discover(s, page).await,
+    };
+    if let (Ok(d), Some(cache)) = (&discovered, &opts.vector_cache) {
+        cache.store(&d.indexes);
+    }
+    let indexes = match discovered {
         Ok(d) => {
             runs.push(run("mariadb_vector_indexes", started, None));
             facts.notes.extend(d.notes);
