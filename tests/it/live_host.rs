@@ -20,14 +20,7 @@ fn live_host_facts_and_counters() {
 
     let cpu = &os["cpu"]["available"];
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let online_count: u64 = online
-        .trim()
-        .split(',')
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap() + 1,
-            None => 1,
-        })
-        .sum();
+    let online_count: u64 = count_cpus(&online);
     assert_eq!(cpu["threads"], online_count);
     assert_eq!(cpu["threads"], j["host"]["hardware_threads"]);
     let model = std::fs::read_to_string("/proc/cpuinfo").unwrap();

@@ -50,14 +50,7 @@ fn reports_host_facts_and_how_to_reach_the_server() {
     assert_eq!(host["os"], "linux");
     assert_eq!(host["arch"], std::env::consts::ARCH);
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let threads: u64 = online
-        .trim()
-        .split(',')
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap() + 1,
-            None => 1,
-        })
-        .sum();
+    let threads: u64 = count_cpus(&online);
     assert_eq!(host["hardware_threads"], threads);
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
     let kb: u64 = meminfo

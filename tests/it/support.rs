@@ -226,3 +226,14 @@ pub(crate) fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+/// Number of CPUs in a kernel CPU list (`0-3,8` → 5), as the tests read it themselves.
+pub(crate) fn count_cpus(list: &str) -> u64 {
+    list.trim()
+        .split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<u64>().unwrap() - a.parse::<u64>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}

@@ -14,8 +14,8 @@ use crate::{
 pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
     init_logging(args.log_level, args.log_format);
     let request = doctor::connection_request(
-        args.mariadb_url.as_deref(),
-        args.mariadb_defaults_file.as_deref(),
+        args.connection.mariadb_url.as_deref(),
+        args.connection.mariadb_defaults_file.as_deref(),
     )?;
     let candidates = target::plan(&request)?;
     let opts = AgentOptions {

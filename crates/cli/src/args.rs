@@ -89,19 +89,8 @@ pub(crate) struct AgentArgs {
     #[arg(long = "config.file", value_name = "PATH")]
     pub(crate) config_file: Option<PathBuf>,
 
-    /// MariaDB to watch: mysql://USER[:PASSWORD]@HOST[:PORT]/. Put the password in the
-    /// environment or a defaults file, never in argv
-    #[arg(
-        long = "mariadb.url",
-        env = "POWERDIAG_MARIADB_URL",
-        hide_env_values = true,
-        value_name = "URL"
-    )]
-    pub(crate) mariadb_url: Option<String>,
-
-    /// my.cnf whose [client] section gives user, password, host, port or socket (mode 0600)
-    #[arg(long = "mariadb.defaults-file", value_name = "PATH")]
-    pub(crate) mariadb_defaults_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) connection: ConnectionArgs,
 
     #[command(flatten)]
     pub(crate) paths: PathArgs,
@@ -177,9 +166,9 @@ pub(crate) struct DoctorArgs {
     pub(crate) collect: CollectArgs,
 }
 
-/// What to collect and from where: shared by `doctor` and `collect`.
+/// Where MariaDB is: shared by `doctor`, `collect` and `agent`.
 #[derive(Debug, Args)]
-pub(crate) struct CollectArgs {
+pub(crate) struct ConnectionArgs {
     /// MariaDB to check: mysql://USER[:PASSWORD]@HOST[:PORT]/ (or ?socket=/path). Prefer the
     /// environment variable or a defaults file for the password: argv is visible to every user
     #[arg(
@@ -195,6 +184,13 @@ pub(crate) struct CollectArgs {
     /// ~/.my.cnf, then the usual local sockets, then 127.0.0.1:3306
     #[arg(long = "mariadb.defaults-file", value_name = "PATH")]
     pub(crate) mariadb_defaults_file: Option<PathBuf>,
+}
+
+/// What to collect and from where: shared by `doctor` and `collect`.
+#[derive(Debug, Args)]
+pub(crate) struct CollectArgs {
+    #[command(flatten)]
+    pub(crate) connection: ConnectionArgs,
 
     /// Do not run the probe queries (see below)
     #[arg(long)]

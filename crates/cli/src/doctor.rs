@@ -82,8 +82,8 @@ pub(crate) fn exit_code(worst: Option<Severity>) -> u8 {
 
 fn target_request(args: &CollectArgs) -> Result<TargetRequest> {
     connection_request(
-        args.mariadb_url.as_deref(),
-        args.mariadb_defaults_file.as_deref(),
+        args.connection.mariadb_url.as_deref(),
+        args.connection.mariadb_defaults_file.as_deref(),
     )
 }
 
