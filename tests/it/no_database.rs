@@ -27,8 +27,8 @@ fn assert_no_local_server() {
 fn reports_host_facts_and_how_to_reach_the_server() {
     assert_no_local_server();
     let r = run(powerdiag().args(["doctor", "--format", "json"]));
-    assert_eq!(
-        r.code, 0,
+    assert_ne!(
+        r.code, 3,
         "unreachable database is not exit 3: {}",
         r.stderr
     );
@@ -74,11 +74,27 @@ fn reports_host_facts_and_how_to_reach_the_server() {
             );
         }
     }
-    assert_eq!(j["findings"].as_array().unwrap().len(), 0);
+    // Host checks judge this machine as it is (steal, say, under a loaded CI host): what must
+    // hold is that no database check fails and the exit status follows the worst finding.
+    let findings = j["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().all(|f| f["scope"] == "host"),
+        "{findings:#?}"
+    );
+    let worst = j["summary"]["worst"].as_str();
+    let expected = match worst {
+        Some("critical") => 2,
+        Some("warning") => 1,
+        _ => 0,
+    };
+    assert_eq!(
+        r.code, expected,
+        "exit status follows the worst finding {worst:?}"
+    );
 
     // The text report tells a newcomer what to do.
     let t = run(powerdiag().arg("doctor"));
-    assert_eq!(t.code, 0);
+    assert_ne!(t.code, 3, "{}", t.stderr);
     assert!(t.stdout.contains(hostname.trim()), "{}", t.stdout);
     assert!(t.stdout.contains("not reachable"), "{}", t.stdout);
     assert!(t.stdout.contains("POWERDIAG_MARIADB_URL"), "{}", t.stdout);
