@@ -13,7 +13,7 @@ fn bracketed(s: &str) -> String {
 fn live_host_facts_and_counters() {
     // Connected to a server, so its pid_file names the one mariadbd to look at.
     let server = Server::m1011();
-    let r = doctor_json(&server.root_url(), &["--no-probe"]);
+    let r = doctor_json(&server.root_url(), &["--no-probe", "--sample-window", "1s"]);
     let j = r.json();
     let os = &j["snapshot"]["os"]["available"];
     assert_eq!(os["source"], "live");

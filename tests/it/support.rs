@@ -139,11 +139,19 @@ pub(crate) fn run(cmd: &mut Command) -> Run {
     r
 }
 
-/// `doctor --format json` against `url` (passed in the environment, as users should).
+/// `doctor --format json` against `url` (passed in the environment, as users should). Unless
+/// the test sets it, the sample window is 0: host shares since boot are stable, so a loaded CI
+/// machine's momentary steal cannot change a database test's exit status.
 pub(crate) fn doctor_json(url: &str, extra: &[&str]) -> Run {
+    let window: &[&str] = if extra.contains(&"--sample-window") {
+        &[]
+    } else {
+        &["--sample-window", "0"]
+    };
     run(powerdiag()
         .env("POWERDIAG_MARIADB_URL", url)
         .args(["doctor", "--format", "json"])
+        .args(window)
         .args(extra))
 }
 
