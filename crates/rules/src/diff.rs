@@ -4,10 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    Allocator, Compiler, Gathered, PartitionFacts, Snapshot, Var, format_bytes,
-    rules::estimate_graph_bytes,
-};
+use crate::{Allocator, Compiler, Gathered, PartitionFacts, Snapshot, Var, format_bytes};
 
 /// The comparison of snapshot A with snapshot B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,14 +210,10 @@ fn vector_cache(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     let describe = |s: &Snapshot| -> Option<(bool, String)> {
         let db = s.db().ok()?;
         let limit = db.var_u64(Var::MhnswMaxCacheSize).ok()?;
-        let m = db
-            .var_u64(Var::MhnswDefaultM)
-            .ok()
-            .and_then(|m| u32::try_from(m).ok());
         let graph = match &db.vector_indexes {
             Gathered::Available(v) => v
                 .iter()
-                .filter_map(|i| estimate_graph_bytes(i, m))
+                .filter_map(|i| db.graph_estimate(i))
                 .map(|e| e.bytes)
                 .max(),
             Gathered::Unavailable(_) => None,

@@ -12,7 +12,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use powerdiag_rules::{Gathered, Report, Snapshot, StatusVar, Var, rules::estimate_graph_bytes};
+use powerdiag_rules::{Gathered, Report, Snapshot, StatusVar, Var};
 use prometheus_client::{
     encoding::text::encode_registry,
     metrics::{counter::Counter, family::Family, gauge::Gauge},
@@ -166,10 +166,6 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
         "mhnsw_max_cache_size: the limit of each vector index's graph cache",
         f.var_u64(Var::MhnswMaxCacheSize).ok().map(|v| v as f64),
     );
-    let default_m = f
-        .var_u64(Var::MhnswDefaultM)
-        .ok()
-        .and_then(|m| u32::try_from(m).ok());
     if let Gathered::Available(v) = &f.vector_indexes {
         let labels = |i: &powerdiag_rules::VectorIndex| {
             l(&[
@@ -182,7 +178,7 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
             "mariadb_vector_index_graph_bytes",
             "Estimated memory the whole graph of the vector index needs in the MHNSW cache",
             v.iter()
-                .filter_map(|i| Some((labels(i), estimate_graph_bytes(i, default_m)?.bytes as f64)))
+                .filter_map(|i| Some((labels(i), f.graph_estimate(i)?.bytes as f64)))
                 .collect(),
         );
         b.gauge(

@@ -36,9 +36,9 @@ pub struct AgentOptions {
 /// Why the agent could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error(transparent)]
+    #[error("--config.file")]
     Config(#[from] ConfigError),
-    #[error("--web.config.file {0}")]
+    #[error("--web.config.file")]
     WebConfig(#[from] webconfig::WebConfigError),
     #[error("--web.listen-address {address}: {message}")]
     Listen { address: String, message: String },

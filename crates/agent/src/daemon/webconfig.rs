@@ -204,12 +204,12 @@ impl fmt::Debug for WebConfig {
 #[non_exhaustive]
 pub enum WebConfigError {
     /// The web configuration file itself cannot be read.
-    #[error("cannot read web config {}: {source}", path.display())]
+    #[error("cannot read web config {}: {error}", path.display())]
     Read {
         /// The web configuration file.
         path: PathBuf,
         /// Why.
-        source: io::Error,
+        error: io::Error,
     },
     /// Not YAML, or not the expected shape (unknown key, wrong type); the message has the line.
     #[error("web config {}: {message}", path.display())]
@@ -230,7 +230,7 @@ pub enum WebConfigError {
         message: String,
     },
     /// A file the configuration names (certificate, key, CA) cannot be read.
-    #[error("web config {}: {field}: cannot read {}: {source}", path.display(), file.display())]
+    #[error("web config {}: {field}: cannot read {}: {error}", path.display(), file.display())]
     File {
         /// The web configuration file.
         path: PathBuf,
@@ -239,7 +239,7 @@ pub enum WebConfigError {
         /// The file, resolved against the configuration file's directory.
         file: PathBuf,
         /// Why.
-        source: io::Error,
+        error: io::Error,
     },
     /// The certificates and key do not make a TLS configuration (bad PEM, key does not match).
     #[error("web config {}: {message}", path.display())]
@@ -255,9 +255,9 @@ pub enum WebConfigError {
 /// TLS is configured, the certificate, key and client CA files (the key must match the
 /// certificate), exactly as [`WebConfig::rustls_config`] will use them.
 pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| WebConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| WebConfigError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     let config = WebConfig::parse(&text, path)?;
     config.rustls_config()?;
@@ -919,11 +919,11 @@ impl PemSource {
 
     fn read(&self, config: &Path, field: &'static str) -> Result<Vec<u8>, WebConfigError> {
         match self {
-            PemSource::File(file) => std::fs::read(file).map_err(|source| WebConfigError::File {
+            PemSource::File(file) => std::fs::read(file).map_err(|error| WebConfigError::File {
                 path: config.to_owned(),
                 field,
                 file: file.clone(),
-                source,
+                error,
             }),
             PemSource::Inline(text) => Ok(text.as_bytes().to_vec()),
         }

@@ -51,6 +51,18 @@ pub fn estimate_graph_bytes(index: &VectorIndex, default_m: Option<u32>) -> Opti
     }
 }
 
+impl crate::MariadbFacts {
+    /// [`estimate_graph_bytes`] with this server's `mhnsw_default_m` for indexes created
+    /// without an explicit `M`.
+    pub fn graph_estimate(&self, index: &VectorIndex) -> Option<GraphEstimate> {
+        let default_m = self
+            .var_u64(crate::Var::MhnswDefaultM)
+            .ok()
+            .and_then(|m| u32::try_from(m).ok());
+        estimate_graph_bytes(index, default_m)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

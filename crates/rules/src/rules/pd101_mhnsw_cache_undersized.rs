@@ -1,6 +1,5 @@
 use crate::{
     Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
-    rules::mhnsw::estimate_graph_bytes,
     value::{format_bytes, my_cnf_size, plural},
 };
 
@@ -70,10 +69,6 @@ impl Rule for MhnswCacheUndersized {
         let db = s.db()?;
         let indexes = db.vector_indexes()?;
         let limit = db.var_u64(Var::MhnswMaxCacheSize)?;
-        let default_m = db
-            .var_u64(Var::MhnswDefaultM)
-            .ok()
-            .and_then(|m| u32::try_from(m).ok());
 
         let mut evidence = vec![format!(
             "mhnsw_max_cache_size = {limit} ({})",
@@ -83,7 +78,7 @@ impl Rule for MhnswCacheUndersized {
         let mut unknown = Vec::new();
         let mut total: u64 = 0;
         for idx in indexes {
-            match estimate_graph_bytes(idx, default_m) {
+            match db.graph_estimate(idx) {
                 Some(est) => {
                     total = total.saturating_add(est.bytes);
                     let verdict = if est.bytes > limit {

@@ -1,6 +1,6 @@
 use crate::{
     Gathered, IndexProbe, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
-    rules::{estimate_graph_bytes, pd101_mhnsw_cache_undersized::suggested_limit},
+    rules::pd101_mhnsw_cache_undersized::suggested_limit,
     value::{format_bytes, my_cnf_size, plural},
 };
 
@@ -199,10 +199,6 @@ impl Rule for MhnswCacheThrashing {
 
         let limit = db.var_u64(Var::MhnswMaxCacheSize).unwrap_or(16 << 20);
         // The size PD101 would compute for this index, else a generous step up.
-        let default_m = db
-            .var_u64(Var::MhnswDefaultM)
-            .ok()
-            .and_then(|m| u32::try_from(m).ok());
         let estimate = db.vector_indexes.as_ref().ok().and_then(|all| {
             all.iter()
                 .find(|i| {
@@ -210,7 +206,7 @@ impl Rule for MhnswCacheThrashing {
                         && i.table == worst.probe.table
                         && i.index == worst.probe.index
                 })
-                .and_then(|i| estimate_graph_bytes(i, default_m))
+                .and_then(|i| db.graph_estimate(i))
         });
         let (target, why) = match estimate {
             Some(e) if e.bytes >= limit => (

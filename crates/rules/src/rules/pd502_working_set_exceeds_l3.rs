@@ -1,6 +1,5 @@
 use crate::{
     Gathered, Rule, RuleMeta, Snapshot, StatusVar, Var, Verdict, declare_rule, format_bytes,
-    rules::estimate_graph_bytes,
 };
 
 declare_rule! {
@@ -43,16 +42,10 @@ impl Rule for WorkingSetExceedsL3 {
         })?;
         s.db_host()?;
         let db = s.db()?;
-        let default_m = db
-            .var_u64(Var::MhnswDefaultM)
-            .ok()
-            .and_then(|m| u32::try_from(m).ok());
         let graph = match &db.vector_indexes {
             Gathered::Available(v) => v
                 .iter()
-                .filter_map(|i| {
-                    estimate_graph_bytes(i, default_m).map(|e| (i.qualified_name(), e.bytes))
-                })
+                .filter_map(|i| db.graph_estimate(i).map(|e| (i.qualified_name(), e.bytes)))
                 .max_by_key(|(_, b)| *b),
             Gathered::Unavailable(_) => None,
         };
