@@ -189,6 +189,8 @@ fn bad_flags_and_configuration_fail_before_binding() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "[sample]\nintervall = \"15s\"\n").unwrap();
+    let bad_threshold = dir.path().join("threshold.toml");
+    std::fs::write(&bad_threshold, "[rules.thresholds.PD403]\nsteal = 0.1\n").unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let with_listen = |mut v: Vec<String>| {
@@ -206,6 +208,13 @@ fn bad_flags_and_configuration_fail_before_binding() {
                 "/nonexistent/agent.toml".into(),
             ]),
             "/nonexistent/agent.toml",
+        ),
+        (
+            with_listen(vec![
+                "--config.file".into(),
+                bad_threshold.display().to_string(),
+            ]),
+            "rules.thresholds.PD403: PD403 (hypervisor-preemption) has no threshold \"steal\"; it has max_steal,",
         ),
         (
             vec!["--web.listen-address".into(), "nowhere".into()],
@@ -253,11 +262,26 @@ fn sighup_reloads_and_a_bad_reload_keeps_the_old_configuration() {
         "still serving after a bad reload"
     );
 
-    std::fs::write(&cfg, format!("{FAST}[rules]\ndisabled = [\"PD204\"]\n")).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "{FAST}[rules]\ndisabled = [\"PD204\"]\n[rules.thresholds.PD403]\nmax_steal = \"12%\"\n"
+        ),
+    )
+    .unwrap();
     signal(agent.child.id(), "HUP");
     assert!(
         eventually(Duration::from_secs(8), || !has_pd204(&agent)),
         "the reloaded configuration disables PD204"
+    );
+    let (_, _, body) = get(agent.port, "/metrics").unwrap();
+    assert!(
+        body.contains("powerdiag_check_threshold{code=\"PD403\",name=\"hypervisor-preemption\",threshold=\"max_steal\"} 0.12"),
+        "the reloaded threshold is in effect and exported:\n{body}"
+    );
+    assert!(
+        !body.contains("powerdiag_check_threshold{code=\"PD204\""),
+        "disabled rules export no thresholds"
     );
 
     // SIGTERM: a clean exit within the grace period.

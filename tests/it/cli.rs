@@ -95,3 +95,94 @@ fn colour_only_when_asked_or_on_a_terminal() {
             .args(["doctor", "--no-probe", "--color", "never"]));
     assert!(!never.stdout.contains('\u{1b}'));
 }
+
+#[test]
+fn thresholds_are_documented_and_configurable() {
+    let explain = run(powerdiag().args(["explain", "PD403"]));
+    assert!(
+        explain.stdout.contains("[rules.thresholds.PD403]")
+            && explain
+                .stdout
+                .contains("- max_involuntary_switches (default 30.0%;"),
+        "{}",
+        explain.stdout
+    );
+    let rules: serde_json::Value =
+        serde_json::from_str(&run(powerdiag().args(["rules", "--format", "json"])).stdout).unwrap();
+    let pd403 = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["code"] == "PD403")
+        .unwrap();
+    assert_eq!(pd403["thresholds"].as_array().unwrap().len(), 4);
+    assert_eq!(pd403["thresholds"][0]["key"], "max_steal");
+    assert_eq!(pd403["thresholds"][0]["default"], 0.05);
+
+    // The AIX field report fails PD403 on 43.9% involuntary switches (limit 30%).
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/s924-aix-shared-gcc.json");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        "[rules]\ndisabled = [\"mhnsw-cache-undersized\"]\n[rules.thresholds.hypervisor-preemption]\nmax_involuntary_switches = \"50%\"\n",
+    )
+    .unwrap();
+    let doctor = |extra: &[&str]| {
+        let r = run(powerdiag()
+            .args(["doctor", "--format", "json", "--from"])
+            .arg(&example)
+            .args(extra));
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        v["checks"].as_array().unwrap().clone()
+    };
+    let status = |checks: &[serde_json::Value], code: &str| {
+        checks
+            .iter()
+            .find(|c| c["code"] == code)
+            .map(|c| c["status"].as_str().unwrap().to_owned())
+    };
+    let default = doctor(&[]);
+    assert_eq!(status(&default, "PD403").as_deref(), Some("fail"));
+    assert_eq!(status(&default, "PD101").as_deref(), Some("fail"));
+    let configured = doctor(&["--config.file", cfg.to_str().unwrap()]);
+    assert_eq!(status(&configured, "PD403").as_deref(), Some("pass"));
+    assert_eq!(
+        status(&configured, "PD101"),
+        None,
+        "disabled rules are not reported"
+    );
+    let pd403 = configured.iter().find(|c| c["code"] == "PD403").unwrap();
+    assert_eq!(pd403["thresholds"]["max_involuntary_switches"], 0.5);
+
+    let text = run(powerdiag()
+        .args(["doctor", "--color", "never", "--from"])
+        .arg(&example)
+        .arg("--config.file")
+        .arg(&cfg));
+    assert!(
+        text.stdout.contains(
+            "Configured thresholds: PD403 max_involuntary_switches = 50.0% (default 30.0%)"
+        ),
+        "{}",
+        text.stdout
+    );
+
+    std::fs::write(
+        &cfg,
+        "[rules.thresholds.PD403]\nmax_involuntary_switches = 30\n",
+    )
+    .unwrap();
+    let bad = run(powerdiag()
+        .args(["doctor", "--from"])
+        .arg(&example)
+        .arg("--config.file")
+        .arg(&cfg));
+    assert_eq!(bad.code, 3);
+    assert!(
+        bad.stderr.contains("agent.toml: rules.thresholds.PD403: max_involuntary_switches: 3000.0% is not between 0.0% and 100.0% (a ratio: for 30% write 0.3 or \"30%\")"),
+        "{}",
+        bad.stderr
+    );
+}

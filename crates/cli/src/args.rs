@@ -154,6 +154,12 @@ pub(crate) struct DoctorArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "procfs", "sysfs", "rootfs"])]
     pub(crate) from: Option<PathBuf>,
 
+    /// Judge with the rule settings of an agent configuration file (TOML: `[rules] disabled`
+    /// and `[rules.thresholds.CODE]`), so doctor and the agent agree; its other sections are
+    /// checked but unused
+    #[arg(long = "config.file", value_name = "PATH")]
+    pub(crate) config_file: Option<PathBuf>,
+
     /// Report format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

@@ -7,7 +7,7 @@ use powerdiag_agent::collect::{
     self, CollectOptions, MariadbOptions, ProbeOptions,
     mariadb::target::{self, TargetRequest},
 };
-use powerdiag_rules::{Severity, evaluate};
+use powerdiag_rules::{Settings, Severity, evaluate_with};
 
 use crate::{
     args::{CollectArgs, DoctorArgs, PathArgs},
@@ -17,11 +17,21 @@ use crate::{
 };
 
 pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
+    // A bad configuration is reported before anything is collected.
+    let settings = match &args.config_file {
+        Some(path) => {
+            powerdiag_agent::daemon::Config::load(path)
+                .map_err(|e| anyhow::anyhow!("--config.file: {e}"))?
+                .rules
+                .settings
+        }
+        None => Settings::default(),
+    };
     let snapshot = match &args.from {
         Some(path) => crate::snapshot::load(path)?,
         None => collect_snapshot(&args.collect)?,
     };
-    let checks = evaluate(&snapshot);
+    let checks = evaluate_with(&snapshot, &settings);
     let code = exit_code(checks.worst());
     report::doctor(&snapshot, &checks, code, args.format, args.color)?;
     Ok(code)

@@ -1,7 +1,7 @@
 //! `powerdiag rules` and `powerdiag explain`.
 
 use anyhow::{Result, bail};
-use powerdiag_rules::{RULES, find_rule};
+use powerdiag_rules::{RULES, Unit, find_rule};
 
 use crate::{
     args::{ExplainArgs, Format, RulesArgs},
@@ -15,9 +15,19 @@ pub(crate) fn list(args: &RulesArgs) -> Result<u8> {
                 .iter()
                 .map(|r| {
                     let m = r.meta();
+                    let thresholds: Vec<_> = m
+                        .thresholds
+                        .iter()
+                        .map(|t| {
+                            serde_json::json!({
+                                "key": t.key, "default": t.default, "min": t.min, "max": t.max,
+                                "unit": t.unit.as_str(), "description": t.doc,
+                            })
+                        })
+                        .collect();
                     serde_json::json!({
                         "code": m.code, "name": m.name, "severity": m.severity,
-                        "scope": m.scope, "summary": m.summary,
+                        "scope": m.scope, "summary": m.summary, "thresholds": thresholds,
                     })
                 })
                 .collect();
@@ -58,7 +68,7 @@ pub(crate) fn explain(args: &ExplainArgs) -> Result<u8> {
         );
     };
     let m = rule.meta();
-    let text = format!(
+    let mut text = format!(
         "{} {} (severity: {}, scope: {})\n{}\n\n{}\n",
         m.code,
         m.name,
@@ -70,6 +80,28 @@ pub(crate) fn explain(args: &ExplainArgs) -> Result<u8> {
         m.summary,
         m.explanation()
     );
+    if !m.thresholds.is_empty() {
+        text += &format!(
+            "\n### Thresholds\nChange them under [rules.thresholds.{}] in the file given to `powerdiag agent --config.file` (and `powerdiag doctor --config.file`):\n\n",
+            m.code
+        );
+        for t in m.thresholds {
+            let hint = match t.unit {
+                Unit::Ratio => ", as 0.05 or \"5%\"",
+                Unit::Bytes => ", as bytes or \"1G\"",
+                Unit::Count | Unit::Number => "",
+            };
+            text += &format!(
+                "- {} (default {}; {} from {} to {}{hint}): {}\n",
+                t.key,
+                t.format(t.default),
+                t.unit.as_str(),
+                t.format(t.min),
+                t.format(t.max),
+                t.doc
+            );
+        }
+    }
     report::write_stdout(&text)?;
     Ok(exit::OK)
 }

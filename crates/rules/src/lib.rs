@@ -15,6 +15,7 @@ mod read;
 mod report;
 mod rule;
 pub mod rules;
+mod settings;
 mod snapshot;
 pub mod testing;
 mod value;
@@ -27,6 +28,7 @@ pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema
 pub use report::{Check, Report, Status, evaluate, evaluate_with};
 pub use rule::{Rule, RuleMeta, Scope, Severity, Verdict};
 pub use rules::{RULES, find_rule};
+pub use settings::{Limits, Settings, SettingsError, Threshold, Unit};
 pub use snapshot::*;
 pub use value::{format_bytes, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};

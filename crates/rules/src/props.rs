@@ -140,4 +140,19 @@ proptest! {
         let back: Snapshot = serde_json::from_str(&json).unwrap();
         prop_assert_eq!(back, s);
     }
+
+    /// Any threshold anywhere in its accepted range, including the extremes.
+    #[test]
+    fn any_accepted_threshold_is_safe(s in snapshot(), picks in proptest::collection::vec((any::<prop::sample::Index>(), 0.0f64..=1.0, 0u8..3), 0..8)) {
+        let all: Vec<_> = crate::Settings::default().effective().map(|(r, t, _)| (r.meta().code, t)).collect();
+        let mut settings = crate::Settings::default();
+        for (i, x, edge) in picks {
+            let (code, t) = all[i.index(all.len())];
+            let v = match edge { 0 => t.min, 1 => t.max, _ => t.min + (t.max - t.min) * x };
+            let v = if matches!(t.unit, crate::Unit::Count | crate::Unit::Bytes) { v.round() } else { v };
+            prop_assert!(settings.set(code, t.key, v).is_ok(), "{code} {} = {v}", t.key);
+        }
+        let report = crate::evaluate_with(&s, &settings);
+        prop_assert_eq!(report.checks.len(), RULES.len());
+    }
 }

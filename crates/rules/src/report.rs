@@ -1,8 +1,8 @@
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RULES, Rule, Scope, Severity, Snapshot};
+use crate::{RULES, Rule, Scope, Settings, Severity, Snapshot};
 
 /// A verdict's status, as it appears in JSON and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,6 +45,10 @@ pub struct Check {
     /// What to do: specific to this snapshot when the rule computed it, else the rule's general
     /// remediation.
     pub remediation: String,
+    /// The thresholds this verdict was judged against that differ from the rule's defaults
+    /// (configured by the user); absent when every limit is the default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub thresholds: BTreeMap<String, f64>,
 }
 
 /// Every rule's verdict on one snapshot.
@@ -86,22 +90,25 @@ impl Report {
 
 /// Evaluates every registered rule.
 pub fn evaluate(snapshot: &Snapshot) -> Report {
-    evaluate_with(snapshot, &BTreeSet::new())
+    evaluate_with(snapshot, &Settings::default())
 }
 
-/// Evaluates every registered rule except those whose code or name is in `disabled`.
-pub fn evaluate_with(snapshot: &Snapshot, disabled: &BTreeSet<String>) -> Report {
+/// Evaluates every registered rule that `settings` does not disable, against the thresholds
+/// it sets.
+pub fn evaluate_with(snapshot: &Snapshot, settings: &Settings) -> Report {
     let checks = RULES
         .iter()
-        .filter(|r| !disabled.contains(r.meta().code) && !disabled.contains(r.meta().name))
-        .map(|r| check_one(*r, snapshot))
+        .filter(|r| !settings.is_disabled(r.meta().code))
+        .map(|r| check_one(*r, snapshot, settings))
         .collect();
     Report { checks }
 }
 
-fn check_one(rule: &dyn Rule, snapshot: &Snapshot) -> Check {
+fn check_one(rule: &dyn Rule, snapshot: &Snapshot, settings: &Settings) -> Check {
     let meta = rule.meta();
-    let verdict = rule.check(snapshot).unwrap_or_else(|early| early);
+    let verdict = rule
+        .check(snapshot, &settings.limits(meta.code))
+        .unwrap_or_else(|early| early);
     Check {
         code: meta.code.to_owned(),
         name: meta.name.to_owned(),
@@ -110,6 +117,7 @@ fn check_one(rule: &dyn Rule, snapshot: &Snapshot) -> Check {
         scope: meta.scope,
         summary: verdict.summary,
         evidence: verdict.evidence,
+        thresholds: settings.changed(meta.code),
         remediation: verdict.remediation.unwrap_or_else(|| meta.remediation()),
     }
 }

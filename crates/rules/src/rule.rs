@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Snapshot, report::Status};
+use crate::{Limits, Snapshot, Threshold, report::Status};
 
 /// How bad a failing rule is. Ordered: `Info < Warning < Critical`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -55,6 +55,8 @@ pub struct RuleMeta {
     pub type_name: &'static str,
     /// Raw doc comment (each line keeps rustdoc's leading space).
     pub doc: &'static str,
+    /// The limits a user may change (`[rules.thresholds.CODE]`), in declaration order.
+    pub thresholds: &'static [Threshold],
 }
 
 impl RuleMeta {
@@ -84,13 +86,15 @@ impl RuleMeta {
     }
 }
 
-/// One rule: judge a snapshot.
+/// One rule: judge a snapshot against limits.
 ///
 /// `check` returns `Err` for an early verdict (a missing fact, the wrong platform) so that
-/// rules can use `?` on the snapshot's accessors; both arms are verdicts.
+/// rules can use `?` on the snapshot's accessors; both arms are verdicts. Every tunable number
+/// is read through `limits` ([`Limits::get`] of one of the rule's declared thresholds), never
+/// from a bare constant, so configuration reaches it.
 pub trait Rule: Sync + fmt::Debug {
     fn meta(&self) -> &'static RuleMeta;
-    fn check(&self, snapshot: &Snapshot) -> Result<Verdict, Verdict>;
+    fn check(&self, snapshot: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict>;
 }
 
 /// A rule's answer for one snapshot.
@@ -161,7 +165,8 @@ macro_rules! declare_rule {
             name: $name:literal,
             severity: $severity:ident,
             scope: $scope:ident,
-            summary: $summary:literal $(,)?
+            summary: $summary:literal
+            $(, thresholds: [$($threshold:ident),* $(,)?])? $(,)?
         }
     ) => {
         $(#[doc = $doc])*
@@ -177,6 +182,7 @@ macro_rules! declare_rule {
                 summary: $summary,
                 type_name: stringify!($Name),
                 doc: concat!($($doc, "\n",)*),
+                thresholds: &[$($($threshold),*)?],
             };
         }
     };

@@ -1,8 +1,13 @@
 //! The agent's TOML configuration (`--config.file`), reloaded on SIGHUP. Unknown keys are
 //! errors: a typo must not silently leave a setting at its default.
 
-use std::{collections::BTreeSet, path::Path, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+    time::Duration,
+};
 
+use powerdiag_rules::Settings;
 use serde::Deserialize;
 
 /// Everything an agent sample needs besides where to connect.
@@ -67,6 +72,42 @@ impl Default for ProbeConfig {
 pub struct RulesConfig {
     /// Rule codes or names not to evaluate (e.g. `["PD406", "allocator-default"]`).
     pub disabled: BTreeSet<String>,
+    /// Changed limits, by rule code or name, then threshold key (`[rules.thresholds.PD403]`
+    /// `max_steal = 0.10` or `"10%"`); `powerdiag explain CODE` lists a rule's keys.
+    pub thresholds: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    /// `disabled` and `thresholds`, validated against the rule registry by [`Config::parse`].
+    #[serde(skip)]
+    pub settings: Settings,
+}
+
+impl RulesConfig {
+    /// Validates the rule names, threshold keys and values against the registry; an error
+    /// names the setting (`rules.thresholds.PD403: ...`) and what is accepted.
+    pub fn to_settings(&self) -> Result<Settings, String> {
+        let mut settings = Settings::default();
+        for r in &self.disabled {
+            settings
+                .disable(r)
+                .map_err(|e| format!("rules.disabled: {e}"))?;
+        }
+        for (rule, keys) in &self.thresholds {
+            for (key, value) in keys {
+                let set = match value {
+                    toml::Value::Integer(i) => settings.set(rule, key, *i as f64),
+                    toml::Value::Float(f) => settings.set(rule, key, *f),
+                    toml::Value::String(s) => settings.set_text(rule, key, s),
+                    other => {
+                        return Err(format!(
+                            "rules.thresholds.{rule}.{key}: expected a number or a string such as \"10%\" or \"2G\", found a {}",
+                            other.type_str()
+                        ));
+                    }
+                };
+                set.map_err(|e| format!("rules.thresholds.{rule}: {e}"))?;
+            }
+        }
+        Ok(settings)
+    }
 }
 
 /// A configuration that cannot be used, with the file and the reason.
@@ -84,7 +125,7 @@ impl Config {
             path: path.to_owned(),
             message,
         };
-        let c: Config =
+        let mut c: Config =
             toml::from_str(text).map_err(|e| err(e.to_string().trim().replace('\n', " ")))?;
         if c.sample.interval < Duration::from_secs(1) {
             return Err(err("sample.interval must be at least 1s".into()));
@@ -109,13 +150,7 @@ impl Config {
         if !(1..=1000).contains(&c.probe.queries) {
             return Err(err("probe.queries must be between 1 and 1000".into()));
         }
-        for r in &c.rules.disabled {
-            if powerdiag_rules::find_rule(r).is_none() {
-                return Err(err(format!(
-                    "rules.disabled: unknown rule {r:?} (`powerdiag rules` lists them)"
-                )));
-            }
-        }
+        c.rules.settings = c.rules.to_settings().map_err(err)?;
         Ok(c)
     }
 
@@ -148,13 +183,25 @@ mod tests {
     fn defaults_and_a_full_file() {
         assert_eq!(Config::parse("", "x").unwrap(), Config::default());
         let c = Config::parse(
-            "[sample]\ninterval = \"30s\"\ntimeout = \"2s\"\nwindow = \"500ms\"\n[probe]\nenabled = true\ninterval = \"15m\"\nqueries = 10\n[rules]\ndisabled = [\"PD406\", \"allocator-default\"]\n",
+            "[sample]\ninterval = \"30s\"\ntimeout = \"2s\"\nwindow = \"500ms\"\n[probe]\nenabled = true\ninterval = \"15m\"\nqueries = 10\n[rules]\ndisabled = [\"PD406\", \"allocator-default\"]\n[rules.thresholds.PD403]\nmax_steal = 0.1\nmax_far_dispatches = \"15%\"\n[rules.thresholds.small-pages-linux]\nmin_rss_bytes = \"4G\"\n[rules.thresholds.PD303]\nmin_instructions = 1000\n",
             "agent.toml",
         )
         .unwrap();
         assert_eq!(c.sample.interval, Duration::from_secs(30));
         assert!(c.probe.enabled && c.probe.queries == 10);
         assert_eq!(c.rules.disabled.len(), 2);
+        let s = &c.rules.settings;
+        assert!(s.is_disabled("PD406") && s.is_disabled("PD602"));
+        let get = |code, key| s.limits(code).get(Settings::threshold(code, key).unwrap());
+        assert_eq!(get("PD403", "max_steal"), 0.1);
+        assert_eq!(get("PD403", "max_far_dispatches"), 0.15);
+        assert_eq!(get("PD302", "min_rss_bytes"), (4u64 << 30) as f64);
+        assert_eq!(get("PD303", "min_instructions"), 1000.0);
+        assert_eq!(
+            get("PD403", "max_dispersions"),
+            0.30,
+            "unset keys keep defaults"
+        );
     }
 
     #[test]
@@ -170,6 +217,19 @@ mod tests {
                 "samples pile up",
             ),
             ("[rules]\ndisabled = [\"PD999\"]\n", "PD999"),
+            (
+                "[rules.thresholds.PD403]\nmax_steal = 7\n",
+                "rules.thresholds.PD403: max_steal: 700.0% is not between",
+            ),
+            (
+                "[rules.thresholds.PD403]\nmax_steal = [1]\n",
+                "rules.thresholds.PD403.max_steal: expected a number",
+            ),
+            ("[rules.thresholds]\nPD403 = 5\n", "line 2"),
+            (
+                "[rules.thresholds.PD303]\nmin_instructions = -1\n",
+                "min_instructions: -1 is not between",
+            ),
             (
                 "[probe]\nenabled = true\ninterval = \"1s\"\n",
                 "probe.interval",

@@ -12,7 +12,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use powerdiag_rules::{Gathered, Report, Snapshot, StatusVar, Var};
+use powerdiag_rules::{Gathered, Report, Settings, Snapshot, StatusVar, Var};
 use prometheus_client::{
     encoding::text::encode_registry,
     metrics::{counter::Counter, family::Family, gauge::Gauge},
@@ -67,6 +67,7 @@ fn l(pairs: &[(&str, &str)]) -> Labels {
 pub(crate) fn encode_sample(
     s: &Snapshot,
     report: &Report,
+    settings: &Settings,
     taken_at: SystemTime,
     duration: Duration,
     sql: u32,
@@ -139,6 +140,20 @@ pub(crate) fn encode_sample(
                 (
                     l(&[("code", &c.code), ("name", &c.name), ("severity", c.severity.as_str()), ("status", c.status.as_str())]),
                     1.0,
+                )
+            })
+            .collect(),
+    );
+    b.gauge(
+        "check_threshold",
+        "The limit each evaluated rule judges against: its default or the value set under [rules.thresholds] (ratios as 0..1, sizes in bytes)",
+        settings
+            .effective()
+            .filter(|(r, _, _)| !settings.is_disabled(r.meta().code))
+            .map(|(r, t, v)| {
+                (
+                    l(&[("code", r.meta().code), ("name", r.meta().name), ("threshold", t.key)]),
+                    v,
                 )
             })
             .collect(),
@@ -434,6 +449,7 @@ mod tests {
         encode_sample(
             &s,
             &evaluate(&s),
+            &Settings::default(),
             SystemTime::UNIX_EPOCH + Duration::from_secs(1000),
             Duration::from_millis(1200),
             9,
@@ -451,6 +467,7 @@ mod tests {
             "powerdiag_mariadb_vector_index_graph_bytes{schema=\"app\",table=\"docs\",index=\"e\"}",
             "powerdiag_mariadb_handler_read_last_total 42",
             "powerdiag_sample_sql_statements 9",
+            "powerdiag_check_threshold{code=\"PD403\",name=\"hypervisor-preemption\",threshold=\"max_steal\"} 0.05",
             "powerdiag_memory_base_page_bytes 4096",
         ] {
             assert!(text.contains(needle), "{needle} missing from\n{text}");

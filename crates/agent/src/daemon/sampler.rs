@@ -90,11 +90,12 @@ pub async fn run(
                     last_probe = Some(Instant::now());
                 }
                 seq += 1;
-                let report = evaluate_with(&snapshot, &cfg.rules.disabled);
+                let report = evaluate_with(&snapshot, &cfg.rules.settings);
                 let duration = started.elapsed();
                 let encoded = metrics::encode_sample(
                     &snapshot,
                     &report,
+                    &cfg.rules.settings,
                     taken_at,
                     duration,
                     stats.sql_statements,

@@ -80,5 +80,12 @@ pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
             c.summary.replace('|', "\\|")
         );
     }
+    let configured = super::configured_thresholds(r);
+    if !configured.is_empty() {
+        let _ = writeln!(o, "\nConfigured thresholds:\n");
+        for t in configured {
+            let _ = writeln!(o, "- {t}");
+        }
+    }
     o
 }

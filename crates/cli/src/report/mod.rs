@@ -97,3 +97,25 @@ pub(crate) fn secs(s: f64) -> String {
         format!("{s:.2} s")
     }
 }
+
+/// `PD403 max_steal = 10.0% (default 5.0%)` for every threshold a report's checks were judged
+/// with that is not the rule's default (set by `--config.file`).
+pub(crate) fn configured_thresholds(r: &powerdiag_rules::Report) -> Vec<String> {
+    r.checks
+        .iter()
+        .flat_map(|c| {
+            c.thresholds.iter().map(|(key, value)| {
+                match powerdiag_rules::Settings::threshold(&c.code, key) {
+                    Ok(t) => format!(
+                        "{} {key} = {} (default {})",
+                        c.code,
+                        t.format(*value),
+                        t.format(t.default)
+                    ),
+                    // A saved report from another version may name a threshold we lack.
+                    Err(_) => format!("{} {key} = {value}", c.code),
+                }
+            })
+        })
+        .collect()
+}

@@ -48,6 +48,10 @@ pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
             )
         })
         .collect();
+    let configured = super::configured_thresholds(r);
+    if !configured.is_empty() {
+        let _ = writeln!(o, "\nConfigured thresholds: {}", configured.join("; "));
+    }
     let _ = writeln!(o, "\nCollectors: {}", runs.join(", "));
     let verdict = match code {
         0 => "0: no warning or critical finding".green().to_string(),

@@ -1,5 +1,5 @@
 use crate::{
-    Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
+    Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
     value::{format_bytes, my_cnf_size, plural},
 };
 
@@ -65,7 +65,7 @@ impl Rule for MhnswCacheUndersized {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let indexes = db.vector_indexes()?;
         let limit = db.var_u64(Var::MhnswMaxCacheSize)?;
@@ -147,10 +147,12 @@ impl Rule for MhnswCacheUndersized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Status, testing::*};
+    use crate::{Limits, Status, testing::*};
 
     fn check(s: &Snapshot) -> Verdict {
-        MhnswCacheUndersized.check(s).unwrap_or_else(|v| v)
+        MhnswCacheUndersized
+            .check(s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use crate::{
-    Gathered, IndexProbe, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
+    Gathered, IndexProbe, Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Var, Verdict,
+    declare_rule,
     rules::pd101_mhnsw_cache_undersized::suggested_limit,
     value::{format_bytes, my_cnf_size, plural},
 };
@@ -40,15 +41,34 @@ declare_rule! {
         severity: Critical,
         scope: Database,
         summary: "probe queries rebuild the MHNSW vector cache again and again",
+        thresholds: [MIN_REBUILDS, MIN_REBUILD_SHARE, MIN_PROBE_QUERIES],
     }
 }
 
-/// Rebuilds among the later queries needed to call it thrashing.
-const MIN_REBUILDS: u64 = 2;
-/// ... and at least one in this many later queries.
-const MIN_REBUILD_EVERY: u64 = 10;
-/// Fewest probe queries worth judging.
-const MIN_QUERIES: usize = 5;
+const MIN_REBUILDS: Threshold = Threshold {
+    key: "min_rebuilds",
+    default: 2.0,
+    min: 1.0,
+    max: 1000.0,
+    unit: Unit::Count,
+    doc: "cache rebuilds among the queries after the first needed to call it thrashing",
+};
+const MIN_REBUILD_SHARE: Threshold = Threshold {
+    key: "min_rebuild_share",
+    default: 0.10,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "... and the share of those queries that rebuilt the cache",
+};
+const MIN_PROBE_QUERIES: Threshold = Threshold {
+    key: "min_probe_queries",
+    default: 5.0,
+    min: 2.0,
+    max: 1000.0,
+    unit: Unit::Count,
+    doc: "fewest probe queries on an index worth judging",
+};
 
 /// What one index's probe showed.
 struct Observed<'a> {
@@ -62,8 +82,8 @@ struct Observed<'a> {
     repeat_median_us: Option<u64>,
 }
 
-fn observe(p: &IndexProbe) -> Option<Observed<'_>> {
-    if p.queries.len() < MIN_QUERIES {
+fn observe(p: &IndexProbe, min_queries: u64) -> Option<Observed<'_>> {
+    if (p.queries.len() as u64) < min_queries.max(2) {
         return None;
     }
     let first = &p.queries[0];
@@ -120,7 +140,9 @@ impl Rule for MhnswCacheThrashing {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
+        let min_rebuilds = limits.count(&MIN_REBUILDS);
+        let min_share = limits.get(&MIN_REBUILD_SHARE);
         let db = s.db()?;
         db.require_vector_support()?;
         if let Gathered::Available(v) = &db.vector_indexes
@@ -147,7 +169,7 @@ impl Rule for MhnswCacheThrashing {
         let mut judged = 0;
         for p in &probe.indexes {
             let name = format!("{}.{} ({})", p.schema, p.table, p.index);
-            let Some(o) = observe(p) else {
+            let Some(o) = observe(p, limits.count(&MIN_PROBE_QUERIES)) else {
                 let why = p.error.as_deref().unwrap_or("too few queries completed");
                 evidence.push(format!(
                     "{name}: {} probe queries, not judged: {why}",
@@ -169,8 +191,7 @@ impl Rule for MhnswCacheThrashing {
                     .map(|r| format!(", repeated queries median {}", ms(r)))
                     .unwrap_or_default()
             ));
-            if o.rebuilds >= MIN_REBUILDS && o.rebuilds.saturating_mul(MIN_REBUILD_EVERY) >= o.later
-            {
+            if o.rebuilds >= min_rebuilds && o.rebuilds as f64 >= min_share * o.later as f64 {
                 thrashing.push(o);
             }
         }
@@ -247,7 +268,7 @@ impl Rule for MhnswCacheThrashing {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::{Probe, ProbeQuery, Status, testing::*};
+    use crate::{Limits, Probe, ProbeQuery, Status, testing::*};
 
     fn q(latency_us: u64, rebuild: bool, rnd: u64, repeat: bool) -> ProbeQuery {
         ProbeQuery {
@@ -296,7 +317,9 @@ pub(crate) mod tests {
     }
 
     fn check(s: &Snapshot) -> Verdict {
-        MhnswCacheThrashing.check(s).unwrap_or_else(|v| v)
+        MhnswCacheThrashing
+            .check(s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use crate::{Gathered, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Gathered, Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -30,20 +30,33 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "a probe query's dominant stage spends most of its time stalled off the CPU",
+        thresholds: [MAX_STALL_SHARE, MIN_STAGE_US],
     }
 }
 
-/// Share of the dominant stage's duration that may be off-CPU.
-const MAX_STALL_SHARE: f64 = 0.5;
-/// Shortest dominant stage worth judging (rusage granularity makes shorter ones noise).
-const MIN_STAGE_US: u64 = 200;
+const MAX_STALL_SHARE: Threshold = Threshold {
+    key: "max_stall_share",
+    default: 0.5,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "share of the dominant stage's duration that may be spent off the CPU",
+};
+const MIN_STAGE_US: Threshold = Threshold {
+    key: "min_stage_us",
+    default: 200.0,
+    min: 1.0,
+    max: 1e9,
+    unit: Unit::Count,
+    doc: "shortest dominant stage worth judging, in µs (rusage granularity makes shorter ones noise)",
+};
 
 impl Rule for ProfilerStallDominated {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let probe = match &db.probe {
             Gathered::Available(p) => p,
@@ -92,19 +105,21 @@ impl Rule for ProfilerStallDominated {
             stage.context_involuntary,
             stage.page_faults_major,
         );
-        if stage.duration_us < MIN_STAGE_US {
+        let min_stage_us = limits.count(&MIN_STAGE_US);
+        if stage.duration_us < min_stage_us {
             return Err(Verdict::insufficient(format!(
-                "the dominant stage took {} µs, too short to attribute (needs ≥ {MIN_STAGE_US} µs)",
+                "the dominant stage took {} µs, too short to attribute (needs ≥ {min_stage_us} µs)",
                 stage.duration_us
             ))
             .with_evidence(line));
         }
-        let v = if share > MAX_STALL_SHARE {
+        let max_share = limits.get(&MAX_STALL_SHARE);
+        let v = if share > max_share {
             Verdict::fail(format!(
                 "the dominant stage \"{}\" of a probe query spent {:.0}% of its time stalled off the CPU (limit {:.0}%)",
                 stage.status,
                 share * 100.0,
-                MAX_STALL_SHARE * 100.0
+                max_share * 100.0
             ))
         } else {
             Verdict::pass(format!(
@@ -154,7 +169,9 @@ pub(crate) mod tests {
             .mariadb("11.8.6-MariaDB")
             .probe(p)
             .build();
-        ProfilerStallDominated.check(&s).unwrap_or_else(|v| v)
+        ProfilerStallDominated
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -185,7 +202,7 @@ pub(crate) mod tests {
         let s = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
         assert_eq!(
             ProfilerStallDominated
-                .check(&s)
+                .check(&s, &Limits::DEFAULT)
                 .unwrap_or_else(|v| v)
                 .status,
             Status::InsufficientData

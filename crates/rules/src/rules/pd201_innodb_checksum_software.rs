@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -38,7 +38,7 @@ impl Rule for InnodbChecksumSoftware {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let algo = s
             .db()?
             .var(Var::InnodbChecksumAlgorithm)?
@@ -71,7 +71,7 @@ mod tests {
             None => b.without_var(Var::InnodbChecksumAlgorithm),
         };
         InnodbChecksumSoftware
-            .check(&b.build())
+            .check(&b.build(), &Limits::DEFAULT)
             .unwrap_or_else(|v| v)
     }
 
@@ -87,7 +87,9 @@ mod tests {
     #[test]
     fn unreachable_server_is_insufficient() {
         let s = SnapshotBuilder::new().build();
-        let v = InnodbChecksumSoftware.check(&s).unwrap_or_else(|v| v);
+        let v = InnodbChecksumSoftware
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v);
         assert_eq!(v.status, Status::InsufficientData);
     }
 }

@@ -1,4 +1,4 @@
-use crate::{Flavour, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Flavour, Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -23,18 +23,25 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "MariaDB older than 10.3.4 on a many-core host misses the write-scalability fixes",
+        thresholds: [MIN_THREADS],
     }
 }
 
-/// Hardware threads from which the 10.3 fixes matter.
-const MIN_THREADS: u32 = 16;
+const MIN_THREADS: Threshold = Threshold {
+    key: "min_hardware_threads",
+    default: 16.0,
+    min: 1.0,
+    max: 1e6,
+    unit: Unit::Count,
+    doc: "hardware threads from which the 10.3.4 fixes matter",
+};
 
 impl Rule for MariadbOldWriteScalability {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let v = &db.version;
         if v.flavour != Flavour::Mariadb {
@@ -53,7 +60,8 @@ impl Rule for MariadbOldWriteScalability {
             ));
         };
         let evidence = format!("MariaDB {}; {threads} hardware threads", v.short());
-        if threads >= MIN_THREADS {
+        let min_threads = limits.count(&MIN_THREADS);
+        if u64::from(threads) >= min_threads {
             Ok(Verdict::fail(format!(
                 "MariaDB {} predates the 10.3.4 write-scalability fixes and runs on {threads} hardware threads",
                 v.short()
@@ -61,7 +69,7 @@ impl Rule for MariadbOldWriteScalability {
             .with_evidence(evidence))
         } else {
             Ok(Verdict::pass(format!(
-                "MariaDB {} is old, but {threads} hardware threads are below the {MIN_THREADS} where it matters",
+                "MariaDB {} is old, but {threads} hardware threads are below the {min_threads} where it matters",
                 v.short()
             ))
             .with_evidence(evidence))
@@ -79,7 +87,9 @@ mod tests {
             .mariadb(version)
             .host(|h| h.hardware_threads = threads)
             .build();
-        MariadbOldWriteScalability.check(&s).unwrap_or_else(|v| v)
+        MariadbOldWriteScalability
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -103,7 +113,7 @@ mod tests {
         }
         assert_eq!(
             MariadbOldWriteScalability
-                .check(&s2)
+                .check(&s2, &Limits::DEFAULT)
                 .unwrap_or_else(|v| v)
                 .status,
             Status::NotApplicable
@@ -114,7 +124,7 @@ mod tests {
             .remote_server()
             .build();
         let v = MariadbOldWriteScalability
-            .check(&remote)
+            .check(&remote, &Limits::DEFAULT)
             .unwrap_or_else(|v| v);
         assert_eq!(v.status, Status::InsufficientData);
         assert!(v.summary.contains("another host"));

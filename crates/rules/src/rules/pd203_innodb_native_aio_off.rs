@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -40,7 +40,7 @@ impl Rule for InnodbNativeAioOff {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let os = match db.var(Var::VersionCompileOs) {
             Ok(os) => os.to_ascii_lowercase(),
@@ -83,7 +83,9 @@ mod tests {
             .var(Var::VersionCompileOs, os)
             .var(Var::InnodbUseNativeAio, aio)
             .build();
-        InnodbNativeAioOff.check(&s).unwrap_or_else(|v| v)
+        InnodbNativeAioOff
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -103,7 +105,10 @@ mod tests {
             .var(Var::InnodbUseNativeAio, "OFF")
             .build();
         assert_eq!(
-            InnodbNativeAioOff.check(&s).unwrap_or_else(|v| v).status,
+            InnodbNativeAioOff
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::Fail
         );
     }

@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -35,7 +35,7 @@ impl Rule for PerformanceSchemaOff {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let on = s.db()?.var_bool(Var::PerformanceSchema)?;
         let evidence = format!("performance_schema = {}", if on { "ON" } else { "OFF" });
         Ok(if on {
@@ -66,14 +66,20 @@ mod tests {
                 .var(Var::PerformanceSchema, value)
                 .build();
             assert_eq!(
-                PerformanceSchemaOff.check(&s).unwrap_or_else(|v| v).status,
+                PerformanceSchemaOff
+                    .check(&s, &Limits::DEFAULT)
+                    .unwrap_or_else(|v| v)
+                    .status,
                 status,
                 "{value}"
             );
         }
         let s = SnapshotBuilder::new().build();
         assert_eq!(
-            PerformanceSchemaOff.check(&s).unwrap_or_else(|v| v).status,
+            PerformanceSchemaOff
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::InsufficientData
         );
     }

@@ -1,4 +1,4 @@
-use crate::{ProcessFacts, Rule, RuleMeta, Snapshot, Verdict, declare_rule, format_bytes};
+use crate::{Limits, ProcessFacts, Rule, RuleMeta, Snapshot, Verdict, declare_rule, format_bytes};
 
 declare_rule! {
     /// ### What it does
@@ -52,7 +52,7 @@ impl Rule for SmallPagesAix {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         s.require_os("aix")?;
         let p = s.process()?;
         let segments = [
@@ -173,7 +173,9 @@ mod tests {
 
     fn check(edit: impl FnOnce(&mut ProcessFacts)) -> Verdict {
         let s = SnapshotBuilder::new().aix().process(edit).build();
-        SmallPagesAix.check(&s).unwrap_or_else(|v| v)
+        SmallPagesAix
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     fn sizes(p: &mut ProcessFacts, size: Option<u64>) {
@@ -263,14 +265,18 @@ mod tests {
             .aix()
             .os(|o| o.process = Gathered::Unavailable("no mariadbd or mysqld process".into()))
             .build();
-        let v = SmallPagesAix.check(&s).unwrap_or_else(|v| v);
+        let v = SmallPagesAix
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v);
         assert_eq!(v.status, Status::InsufficientData);
     }
 
     #[test]
     fn not_applicable_off_aix() {
         let s = SnapshotBuilder::new().build();
-        let v = SmallPagesAix.check(&s).unwrap_or_else(|v| v);
+        let v = SmallPagesAix
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v);
         assert_eq!(v.status, Status::NotApplicable);
         assert!(v.summary.contains("applies to aix"), "{}", v.summary);
     }

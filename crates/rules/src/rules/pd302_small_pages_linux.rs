@@ -1,4 +1,6 @@
-use crate::{Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule, format_bytes};
+use crate::{
+    Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Var, Verdict, declare_rule, format_bytes,
+};
 
 declare_rule! {
     /// ### What it does
@@ -38,20 +40,33 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "mariadbd's large memory is mapped with 4 KiB pages only, so TLB misses dominate pointer-chasing work",
+        thresholds: [MIN_RSS, MIN_HUGE_SHARE],
     }
 }
 
-/// Resident memory from which page size matters (heuristic).
-const MIN_RSS: u64 = 1 << 30;
-/// Huge-page share of resident memory below which THP is "not in use" (heuristic).
-const MIN_HUGE_SHARE: f64 = 0.01;
+const MIN_RSS: Threshold = Threshold {
+    key: "min_rss_bytes",
+    default: 1073741824.0,
+    min: 0.0,
+    max: 1125899906842624.0,
+    unit: Unit::Bytes,
+    doc: "mariadbd's resident memory from which page size matters (heuristic)",
+};
+const MIN_HUGE_SHARE: Threshold = Threshold {
+    key: "min_huge_share",
+    default: 0.01,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "share of resident memory in huge pages below which THP counts as not in use (heuristic)",
+};
 
 impl Rule for SmallPagesLinux {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         s.require_os("linux")?;
         let mem = s.memory()?;
         let p = s.process()?;
@@ -89,10 +104,12 @@ impl Rule for SmallPagesLinux {
                 format_bytes(base)
             )));
         }
-        if rss < MIN_RSS {
+        let min_rss = limits.count(&MIN_RSS);
+        if rss < min_rss {
             return with(Verdict::pass(format!(
-                "mariadbd has only {} resident (page size matters from 1 GiB, heuristic)",
-                format_bytes(rss)
+                "mariadbd has only {} resident (page size matters from {}, heuristic)",
+                format_bytes(rss),
+                format_bytes(min_rss)
             )));
         }
         let large_pages = s
@@ -104,7 +121,7 @@ impl Rule for SmallPagesLinux {
             return with(Verdict::pass("large_pages is ON with a HugeTLB pool"));
         }
         let share = huge as f64 / rss as f64;
-        if thp != "never" && share >= MIN_HUGE_SHARE {
+        if thp != "never" && share >= limits.get(&MIN_HUGE_SHARE) {
             return with(Verdict::pass(format!(
                 "{:.0}% of mariadbd's resident memory is in transparent huge pages",
                 share * 100.0
@@ -134,7 +151,9 @@ mod tests {
 
     fn check(edit: impl FnOnce(&mut crate::OsFacts)) -> Verdict {
         let s = SnapshotBuilder::new().os(edit).build();
-        SmallPagesLinux.check(&s).unwrap_or_else(|v| v)
+        SmallPagesLinux
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     fn thp_never_big(o: &mut crate::OsFacts) {
@@ -212,7 +231,10 @@ mod tests {
     fn not_applicable_off_linux_insufficient_without_the_process() {
         let s = SnapshotBuilder::new().host(|h| h.os = "aix".into()).build();
         assert_eq!(
-            SmallPagesLinux.check(&s).unwrap_or_else(|v| v).status,
+            SmallPagesLinux
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::NotApplicable
         );
         let v = check(|o| {

@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -23,18 +23,33 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "mariadbd misses the data TLB often: its pages are too small for its working set",
+        thresholds: [MAX_PER_1K, MIN_INSTRUCTIONS],
     }
 }
 
-const MAX_PER_1K: f64 = 1.0;
-const MIN_INSTRUCTIONS: u64 = 10_000_000;
+const MAX_PER_1K: Threshold = Threshold {
+    key: "max_misses_per_1k_instructions",
+    default: 1.0,
+    min: 0.0,
+    max: 1000.0,
+    unit: Unit::Number,
+    doc: "dTLB load misses per 1,000 instructions above which the rule fails (heuristic)",
+};
+const MIN_INSTRUCTIONS: Threshold = Threshold {
+    key: "min_instructions",
+    default: 10_000_000.0,
+    min: 1.0,
+    max: 1e15,
+    unit: Unit::Count,
+    doc: "instructions mariadbd must retire in the window to be judged",
+};
 
 impl Rule for TlbMissRateHigh {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let c = s.counters()?;
         let value = |name: &str| -> Result<u64, Verdict> {
             match c.event(name) {
@@ -56,15 +71,17 @@ impl Rule for TlbMissRateHigh {
             "{misses} dTLB load misses in {instructions} instructions over {:.2} s ({}): {rate:.2} per 1,000",
             c.window_seconds, c.target
         );
-        if instructions < MIN_INSTRUCTIONS {
+        let min_instructions = limits.count(&MIN_INSTRUCTIONS);
+        let max_rate = limits.get(&MAX_PER_1K);
+        if instructions < min_instructions {
             return Err(Verdict::insufficient(format!(
-                "mariadbd retired only {instructions} instructions in the window (needs ≥ {MIN_INSTRUCTIONS}); run doctor while the server is busy"
+                "mariadbd retired only {instructions} instructions in the window (needs ≥ {min_instructions}); run doctor while the server is busy"
             ))
             .with_evidence(evidence));
         }
-        Ok(if rate > MAX_PER_1K {
+        Ok(if rate > max_rate {
             Verdict::fail(format!(
-                "{rate:.2} dTLB misses per 1,000 instructions (heuristic limit {MAX_PER_1K})"
+                "{rate:.2} dTLB misses per 1,000 instructions (heuristic limit {max_rate})"
             ))
         } else {
             Verdict::pass(format!("{rate:.2} dTLB misses per 1,000 instructions"))
@@ -98,7 +115,9 @@ mod tests {
                 })
             })
             .build();
-        TlbMissRateHigh.check(&s).unwrap_or_else(|v| v)
+        TlbMissRateHigh
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -123,7 +142,7 @@ mod tests {
             .build();
         assert!(
             TlbMissRateHigh
-                .check(&s)
+                .check(&s, &Limits::DEFAULT)
                 .unwrap_or_else(|v| v)
                 .summary
                 .contains("not the live /proc")

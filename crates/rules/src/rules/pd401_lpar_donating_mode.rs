@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -32,7 +32,7 @@ impl Rule for LparDonatingMode {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.partition()?;
         let mode = describe(p);
         if p.shared {
@@ -77,7 +77,9 @@ mod tests {
         let s = SnapshotBuilder::new()
             .os(|o| on_power_lpar(o, p, 84, 4))
             .build();
-        LparDonatingMode.check(&s).unwrap_or_else(|v| v)
+        LparDonatingMode
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -95,7 +97,10 @@ mod tests {
         );
         let plain = SnapshotBuilder::new().build();
         assert_eq!(
-            LparDonatingMode.check(&plain).unwrap_or_else(|v| v).status,
+            LparDonatingMode
+                .check(&plain, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::NotApplicable
         );
         let unknown = SnapshotBuilder::new()
@@ -106,7 +111,7 @@ mod tests {
             .build();
         assert_eq!(
             LparDonatingMode
-                .check(&unknown)
+                .check(&unknown, &Limits::DEFAULT)
                 .unwrap_or_else(|v| v)
                 .status,
             Status::InsufficientData

@@ -1,5 +1,6 @@
 use crate::{
-    Rule, RuleMeta, Snapshot, Verdict, declare_rule, rules::pd401_lpar_donating_mode::describe,
+    Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule,
+    rules::pd401_lpar_donating_mode::describe,
 };
 
 declare_rule! {
@@ -39,7 +40,7 @@ impl Rule for LparDedicatedCappedLatency {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.partition()?;
         if p.shared || p.donating || !p.capped {
             return Err(Verdict::not_applicable(format!(
@@ -85,7 +86,9 @@ mod tests {
                 }
             })
             .build();
-        LparDedicatedCappedLatency.check(&s).unwrap_or_else(|v| v)
+        LparDedicatedCappedLatency
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule, os::pct};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
 
 declare_rule! {
     /// ### What it does
@@ -31,30 +31,59 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "the hypervisor takes a significant share of CPU time or scatters dispatches",
+        thresholds: [MAX_STEAL, MAX_DISPERSIONS, MAX_FAR, MAX_INVOLUNTARY],
     }
 }
 
-const MAX_STEAL: f64 = 0.05;
-const MAX_DISPERSIONS: f64 = 0.30;
-const MAX_FAR: f64 = 0.10;
-const MAX_INVOLUNTARY: f64 = 0.30;
+const MAX_STEAL: Threshold = Threshold {
+    key: "max_steal",
+    default: 0.05,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "steal time as a share of all CPU time (heuristic)",
+};
+const MAX_DISPERSIONS: Threshold = Threshold {
+    key: "max_dispersions",
+    default: 0.30,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "PowerVM dispatches landing on another processor, as a share of all dispatches (heuristic)",
+};
+const MAX_FAR: Threshold = Threshold {
+    key: "max_far_dispatches",
+    default: 0.10,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "PowerVM dispatches landing on a far NUMA node, as a share of all dispatches (heuristic)",
+};
+const MAX_INVOLUNTARY: Threshold = Threshold {
+    key: "max_involuntary_switches",
+    default: 0.30,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "AIX involuntary virtual context switches, as a share of all (heuristic)",
+};
 
 impl Rule for HypervisorPreemption {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.cpu_time()?;
         let mut evidence = Vec::new();
         let mut problems = Vec::new();
         if let Some(steal) = t.steal_share {
             evidence.push(format!("steal {} of CPU time ({})", pct(steal), t.basis));
-            if steal > MAX_STEAL {
+            if steal > limits.get(&MAX_STEAL) {
                 problems.push(format!(
                     "steal is {} of CPU time (heuristic limit {})",
                     pct(steal),
-                    pct(MAX_STEAL)
+                    pct(limits.get(&MAX_STEAL))
                 ));
             }
         }
@@ -82,19 +111,19 @@ impl Rule for HypervisorPreemption {
                 p.dispatch_dispersions,
                 "dispatch dispersions",
                 "dispatches land on another processor",
-                MAX_DISPERSIONS,
+                limits.get(&MAX_DISPERSIONS),
             );
             judge(
                 p.far_dispatches,
                 "far-node dispatches",
                 "dispatches land on a far NUMA node",
-                MAX_FAR,
+                limits.get(&MAX_FAR),
             );
             judge(
                 p.involuntary_vcsw,
                 "involuntary virtual context switches",
                 "virtual processor switches were involuntary",
-                MAX_INVOLUNTARY,
+                limits.get(&MAX_INVOLUNTARY),
             );
         }
         if evidence.is_empty() {
@@ -130,7 +159,9 @@ mod tests {
                 }
             })
             .build();
-        HypervisorPreemption.check(&s).unwrap_or_else(|v| v)
+        HypervisorPreemption
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -139,6 +170,31 @@ mod tests {
         assert_eq!(v.status, Status::Fail);
         assert!(v.summary.contains("15.0%"), "{}", v.summary);
         assert_eq!(check(0.01, None).status, Status::Pass);
+    }
+
+    #[test]
+    fn configured_limits_move_the_verdict() {
+        let s = |steal| {
+            SnapshotBuilder::new()
+                .os(|o| {
+                    o.cpu_time = Gathered::Available(CpuTime {
+                        basis: "window 1.00 s".into(),
+                        steal_share: Some(steal),
+                        busy_share: Some(0.5),
+                    });
+                })
+                .build()
+        };
+        let mut settings = crate::Settings::default();
+        settings.set("PD403", "max_steal", 0.20).unwrap();
+        let lax = settings.limits("PD403");
+        let v = HypervisorPreemption.check(&s(0.15), &lax).unwrap();
+        assert_eq!(v.status, Status::Pass, "15% is under a configured 20%");
+        settings.set("PD403", "max_steal", 0.02).unwrap();
+        let strict = settings.limits("PD403");
+        let v = HypervisorPreemption.check(&s(0.03), &strict).unwrap();
+        assert_eq!(v.status, Status::Fail);
+        assert!(v.summary.contains("heuristic limit 2.0%"), "{}", v.summary);
     }
 
     #[test]
@@ -166,7 +222,9 @@ mod tests {
                 on_power_lpar(o, p, 96, 8);
             })
             .build();
-        let v = HypervisorPreemption.check(&s).unwrap_or_else(|v| v);
+        let v = HypervisorPreemption
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v);
         assert_eq!(v.status, Status::Fail, "{v:?}");
         assert!(v.summary.contains("involuntary"), "{}", v.summary);
     }
@@ -183,13 +241,18 @@ mod tests {
             })
             .build();
         assert_eq!(
-            HypervisorPreemption.check(&s).unwrap_or_else(|v| v).status,
+            HypervisorPreemption
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::InsufficientData
         );
         let s = SnapshotBuilder::new()
             .os(|o| o.cpu_time = Gathered::Unavailable("/proc/stat: malformed".into()))
             .build();
-        let v = HypervisorPreemption.check(&s).unwrap_or_else(|v| v);
+        let v = HypervisorPreemption
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v);
         assert!(v.summary.contains("malformed"));
     }
 }

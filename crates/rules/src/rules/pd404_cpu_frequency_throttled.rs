@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule, os::pct};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
 
 declare_rule! {
     /// ### What it does
@@ -26,18 +26,33 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "the CPU runs well below its nominal frequency under load",
+        thresholds: [MIN_RATIO, MIN_BUSY],
     }
 }
 
-const MIN_RATIO: f64 = 0.90;
-const MIN_BUSY: f64 = 0.50;
+const MIN_RATIO: Threshold = Threshold {
+    key: "min_frequency_ratio",
+    default: 0.90,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "effective over nominal frequency under load below which the CPU counts as throttled",
+};
+const MIN_BUSY: Threshold = Threshold {
+    key: "min_busy",
+    default: 0.50,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "share of CPU time busy over the window needed to judge the frequency (heuristic)",
+};
 
 impl Rule for CpuFrequencyThrottled {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.cpu()?;
         let nominal = cpu.nominal_mhz.ok_or_else(|| {
             Verdict::insufficient(
@@ -77,15 +92,16 @@ impl Rule for CpuFrequencyThrottled {
             ))
             .with_evidence(evidence));
         }
-        if busy < MIN_BUSY {
+        let min_busy = limits.get(&MIN_BUSY);
+        if busy < min_busy {
             return Err(Verdict::insufficient(format!(
                 "the host was {} busy over the window; frequency is judged under load (≥ {}, heuristic)",
                 pct(busy),
-                pct(MIN_BUSY)
+                pct(min_busy)
             ))
             .with_evidence(evidence));
         }
-        Ok(if ratio < MIN_RATIO {
+        Ok(if ratio < limits.get(&MIN_RATIO) {
             Verdict::fail(format!(
                 "the CPU runs at {} of its nominal frequency under load",
                 pct(ratio)
@@ -115,7 +131,9 @@ mod tests {
                 }
             })
             .build();
-        CpuFrequencyThrottled.check(&s).unwrap_or_else(|v| v)
+        CpuFrequencyThrottled
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]

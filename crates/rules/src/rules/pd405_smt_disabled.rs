@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -30,7 +30,7 @@ impl Rule for SmtDisabled {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.require_power()?;
         let control = cpu.smt_control.as_deref();
         let per_core = cpu.threads_per_core;
@@ -65,7 +65,9 @@ mod tests {
         let s = SnapshotBuilder::new()
             .os(|o| o.cpu = Gathered::Available(power9_cpu(threads, smt)))
             .build();
-        SmtDisabled.check(&s).unwrap_or_else(|v| v)
+        SmtDisabled
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -74,7 +76,7 @@ mod tests {
         assert_eq!(check(96, 8).status, Status::Pass);
         assert_eq!(
             SmtDisabled
-                .check(&SnapshotBuilder::new().build())
+                .check(&SnapshotBuilder::new().build(), &Limits::DEFAULT)
                 .unwrap_or_else(|v| v)
                 .status,
             Status::NotApplicable

@@ -1,4 +1,4 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -31,7 +31,7 @@ impl Rule for DscrDefault {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.require_power()?;
         let dscr = cpu
             .dscr_default
@@ -59,14 +59,17 @@ mod tests {
             let s = SnapshotBuilder::new()
                 .os(|o| o.cpu = Gathered::Available(c))
                 .build();
-            DscrDefault.check(&s).unwrap_or_else(|v| v).status
+            DscrDefault
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status
         };
         assert_eq!(check(Some(0)), Status::Fail);
         assert_eq!(check(Some(1)), Status::Pass);
         assert_eq!(check(None), Status::InsufficientData);
         assert_eq!(
             DscrDefault
-                .check(&SnapshotBuilder::new().build())
+                .check(&SnapshotBuilder::new().build(), &Limits::DEFAULT)
                 .unwrap_or_else(|v| v)
                 .status,
             Status::NotApplicable

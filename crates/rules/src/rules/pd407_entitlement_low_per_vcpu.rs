@@ -1,5 +1,6 @@
 use crate::{
-    Rule, RuleMeta, Snapshot, Verdict, declare_rule, rules::pd401_lpar_donating_mode::describe,
+    Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule,
+    rules::pd401_lpar_donating_mode::describe,
 };
 
 declare_rule! {
@@ -26,17 +27,25 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "a shared partition's entitlement is spread thin over its virtual processors",
+        thresholds: [MIN_PER_VCPU],
     }
 }
 
-const MIN_PER_VCPU: f64 = 0.6;
+const MIN_PER_VCPU: Threshold = Threshold {
+    key: "min_entitlement_per_vcpu",
+    default: 0.6,
+    min: 0.05,
+    max: 1.0,
+    unit: Unit::Number,
+    doc: "processor units of entitlement per virtual processor below which the rule fails (heuristic)",
+};
 
 impl Rule for EntitlementLowPerVcpu {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.partition()?;
         if !p.shared {
             return Err(Verdict::not_applicable(
@@ -50,14 +59,15 @@ impl Rule for EntitlementLowPerVcpu {
         };
         let per = ec / f64::from(vp);
         let evidence = describe(p);
-        Ok(if per < MIN_PER_VCPU {
+        let min_per = limits.get(&MIN_PER_VCPU);
+        Ok(if per < min_per {
             Verdict::fail(format!(
-                "{ec:.2} processor units over {vp} virtual processors is {per:.2} per VP (heuristic minimum {MIN_PER_VCPU})"
+                "{ec:.2} processor units over {vp} virtual processors is {per:.2} per VP (heuristic minimum {min_per})"
             ))
             .with_remediation(format!(
                 "On the HMC raise the desired entitled capacity to at least {:.1} for {vp} virtual processors, or reduce them to {} or fewer.",
-                MIN_PER_VCPU * f64::from(vp),
-                ((ec / MIN_PER_VCPU).floor() as u32).max(1)
+                min_per * f64::from(vp),
+                ((ec / min_per).floor() as u32).max(1)
             ))
         } else {
             Verdict::pass(format!("{per:.2} processor units per virtual processor"))
@@ -75,7 +85,9 @@ mod tests {
         let s = SnapshotBuilder::new()
             .os(|o| on_power_lpar(o, p, 96, 8))
             .build();
-        EntitlementLowPerVcpu.check(&s).unwrap_or_else(|v| v)
+        EntitlementLowPerVcpu
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]

@@ -1,4 +1,6 @@
-use crate::{Rule, RuleMeta, Snapshot, Verdict, declare_rule, format_bytes};
+use crate::{
+    Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule, format_bytes,
+};
 
 declare_rule! {
     /// ### What it does
@@ -24,17 +26,25 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "NUMA nodes with CPUs but no memory (or badly unbalanced memory) force remote accesses",
+        thresholds: [MAX_IMBALANCE],
     }
 }
 
-const MAX_IMBALANCE: f64 = 2.0;
+const MAX_IMBALANCE: Threshold = Threshold {
+    key: "max_memory_imbalance",
+    default: 2.0,
+    min: 1.0,
+    max: 1000.0,
+    unit: Unit::Number,
+    doc: "largest over smallest memory of NUMA nodes with CPUs above which the rule fails (heuristic)",
+};
 
 impl Rule for NumaMemorylessNodes {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.topology()?;
         if t.numa_nodes.len() < 2 {
             return Ok(Verdict::pass("one NUMA node: all memory is local"));
@@ -74,9 +84,10 @@ impl Rule for NumaMemorylessNodes {
                 with_cpus.iter().min().copied().unwrap_or(0),
                 with_cpus.iter().max().copied().unwrap_or(0),
             );
-            if lo > 0 && hi as f64 / lo as f64 > MAX_IMBALANCE {
+            let max_imbalance = limits.get(&MAX_IMBALANCE);
+            if lo > 0 && hi as f64 / lo as f64 > max_imbalance {
                 Verdict::fail(format!(
-                    "memory per NUMA node differs {:.1}× ({} to {}; heuristic limit {MAX_IMBALANCE}×)",
+                    "memory per NUMA node differs {:.1}× ({} to {}; heuristic limit {max_imbalance}×)",
                     hi as f64 / lo as f64,
                     format_bytes(lo),
                     format_bytes(hi)
@@ -116,7 +127,9 @@ mod tests {
                 }
             })
             .build();
-        NumaMemorylessNodes.check(&s).unwrap_or_else(|v| v)
+        NumaMemorylessNodes
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -131,7 +144,10 @@ mod tests {
             .os(|o| o.topology = Gathered::Unavailable("node0/meminfo: no MemTotal".into()))
             .build();
         assert_eq!(
-            NumaMemorylessNodes.check(&s).unwrap_or_else(|v| v).status,
+            NumaMemorylessNodes
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::InsufficientData
         );
     }

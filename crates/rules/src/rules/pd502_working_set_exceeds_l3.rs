@@ -1,5 +1,5 @@
 use crate::{
-    Gathered, Rule, RuleMeta, Snapshot, StatusVar, Var, Verdict, declare_rule, format_bytes,
+    Gathered, Limits, Rule, RuleMeta, Snapshot, StatusVar, Var, Verdict, declare_rule, format_bytes,
 };
 
 declare_rule! {
@@ -35,7 +35,7 @@ impl Rule for WorkingSetExceedsL3 {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.topology()?;
         let l3 = t.l3_total_bytes.ok_or_else(|| {
             Verdict::insufficient("the CPUs' L3 size is unknown (no level-3 cache reported)")
@@ -94,7 +94,9 @@ mod tests {
             .mariadb("11.8.6-MariaDB")
             .vector_index(big_vector_index())
             .build();
-        let v = WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v);
+        let v = WorkingSetExceedsL3
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v);
         assert_eq!(v.status, Status::Fail, "{v:?}");
         assert!(v.summary.contains("app.docs"));
     }
@@ -107,7 +109,10 @@ mod tests {
             .status(StatusVar::InnodbBufferPoolPagesFree, "8000")
             .build();
         assert_eq!(
-            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            WorkingSetExceedsL3
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::Pass
         );
         let s = SnapshotBuilder::new()
@@ -116,7 +121,10 @@ mod tests {
             .status(StatusVar::InnodbBufferPoolPagesFree, "0")
             .build();
         assert_eq!(
-            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            WorkingSetExceedsL3
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::Fail
         );
     }
@@ -125,7 +133,10 @@ mod tests {
     fn insufficient() {
         let s = SnapshotBuilder::new().mariadb("10.11.14-MariaDB").build();
         assert_eq!(
-            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            WorkingSetExceedsL3
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::InsufficientData
         );
         let s = SnapshotBuilder::new()
@@ -134,7 +145,10 @@ mod tests {
             .remote_server()
             .build();
         assert_eq!(
-            WorkingSetExceedsL3.check(&s).unwrap_or_else(|v| v).status,
+            WorkingSetExceedsL3
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::InsufficientData
         );
     }

@@ -1,4 +1,4 @@
-use crate::{Compiler, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Compiler, Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -37,7 +37,7 @@ impl Rule for AixGccBuild {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         s.require_os("aix")?;
         let p = s.process()?;
         let how = p.compiler_evidence.as_deref();
@@ -72,7 +72,9 @@ mod tests {
 
     fn check(edit: impl FnOnce(&mut ProcessFacts)) -> Verdict {
         let s = SnapshotBuilder::new().aix().process(edit).build();
-        AixGccBuild.check(&s).unwrap_or_else(|v| v)
+        AixGccBuild
+            .check(&s, &Limits::DEFAULT)
+            .unwrap_or_else(|v| v)
     }
 
     #[test]
@@ -117,7 +119,10 @@ mod tests {
             .os(|o| o.process = Gathered::Unavailable("no mariadbd or mysqld process".into()))
             .build();
         assert_eq!(
-            AixGccBuild.check(&s).unwrap_or_else(|v| v).status,
+            AixGccBuild
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::InsufficientData
         );
     }
@@ -129,7 +134,10 @@ mod tests {
             .process(|p| p.compiler = Some(Compiler::Gcc))
             .build();
         assert_eq!(
-            AixGccBuild.check(&s).unwrap_or_else(|v| v).status,
+            AixGccBuild
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status,
             Status::NotApplicable
         );
     }

@@ -1,4 +1,4 @@
-use crate::{Allocator, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Allocator, Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -42,7 +42,7 @@ impl Rule for AllocatorDefault {
         &Self::META
     }
 
-    fn check(&self, s: &Snapshot) -> Result<Verdict, Verdict> {
+    fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.process()?;
         let alloc = p.allocator.ok_or_else(|| {
             Verdict::insufficient("mariadbd's mapped libraries could not be read")
@@ -88,7 +88,10 @@ mod tests {
                     }
                 })
                 .build();
-            AllocatorDefault.check(&s).unwrap_or_else(|v| v).status
+            AllocatorDefault
+                .check(&s, &Limits::DEFAULT)
+                .unwrap_or_else(|v| v)
+                .status
         };
         assert_eq!(check(Some(Allocator::Libc)), Status::Fail);
         assert_eq!(check(Some(Allocator::Jemalloc)), Status::Pass);
