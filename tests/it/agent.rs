@@ -353,7 +353,7 @@ fn survives_a_server_that_is_down_comes_back_and_hangs() {
     );
     assert!(
         body.contains("powerdiag_collector_success{collector=\"os\"} 1"),
-        "host collectors still report"
+        "host collectors still report:\n{body}"
     );
 
     // The server returns: up again within two intervals (2 × 2 s) of its start.
