@@ -509,6 +509,44 @@ fn tls_and_basic_auth() {
         "000",
         "no plain HTTP on the TLS port"
     );
+
+    // SIGHUP re-reads the web configuration: a bad one keeps the running one...
+    std::fs::write(&web, "basic_auth_users:\n  prometheus: not-a-bcrypt-hash\n").unwrap();
+    signal(child.id(), "HUP");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        curl(&["--cacert", ca, "-u", "prometheus:scrape-Pw-9", &url]).0,
+        "200",
+        "a bad web configuration on reload keeps the running one"
+    );
+    // ... and a good one takes effect for new connections: password rotation without restart.
+    let rotated = bcrypt::hash("rotated-Pw-2", 6).unwrap();
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  prometheus: '{rotated}'\n",
+            testdata("test-server.crt").display(),
+            testdata("test-server.key").display()
+        ),
+    )
+    .unwrap();
+    signal(child.id(), "HUP");
+    assert!(
+        eventually(Duration::from_secs(5), || curl(&[
+            "--cacert",
+            ca,
+            "-u",
+            "prometheus:rotated-Pw-2",
+            &url
+        ])
+        .0 == "200"),
+        "the rotated password works after SIGHUP"
+    );
+    assert_eq!(
+        curl(&["--cacert", ca, "-u", "prometheus:scrape-Pw-9", &url]).0,
+        "401",
+        "the old password no longer does"
+    );
     let _ = child.kill();
     let _ = child.wait();
     let mut log = String::new();
@@ -519,8 +557,13 @@ fn tls_and_basic_auth() {
         .read_to_string(&mut log)
         .unwrap();
     assert!(
-        !log.contains("scrape-Pw-9") && !log.contains(&hash),
+        !log.contains("scrape-Pw-9") && !log.contains(&hash) && !log.contains("rotated-Pw-2"),
         "no credential in the log"
+    );
+    assert!(
+        log.contains("web configuration reload failed; keeping the running one")
+            && log.contains("web configuration reloaded"),
+        "{log}"
     );
 
     // A web config that cannot work fails before binding, naming the file.

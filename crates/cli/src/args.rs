@@ -41,7 +41,8 @@ pub(crate) enum Command {
     /// sample at /metrics, /api/v1/snapshot, /healthz
     ///
     /// Exits 3 before binding when a flag or the configuration is wrong. SIGHUP reloads
-    /// --config.file (a bad file keeps the running configuration); SIGTERM stops within 5 s.
+    /// --config.file and --web.config.file (a bad file keeps the running one); SIGTERM stops
+    /// within 5 s.
     Agent(AgentArgs),
 }
 
@@ -80,12 +81,13 @@ pub(crate) struct AgentArgs {
     pub(crate) telemetry_path: String,
 
     /// Web configuration in the Prometheus exporter-toolkit format (YAML): TLS certificate and
-    /// key, client certificates, and `basic_auth_users` with bcrypt hashes
+    /// key, client certificates, and `basic_auth_users` with bcrypt hashes. Reloaded on SIGHUP
+    /// (new connections use it: rotate certificates and passwords without a restart)
     #[arg(long = "web.config.file", value_name = "PATH")]
     pub(crate) web_config_file: Option<PathBuf>,
 
-    /// Agent configuration (TOML): sample interval and timeout, probe schedule, disabled rules.
-    /// Reloaded on SIGHUP
+    /// Agent configuration (TOML): sample interval and timeout, probe schedule, disabled rules
+    /// and rule thresholds. Reloaded on SIGHUP
     #[arg(long = "config.file", value_name = "PATH")]
     pub(crate) config_file: Option<PathBuf>,
 

@@ -113,7 +113,16 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         sample_tx,
         cancel.clone(),
     ));
-    tokio::spawn(signals(opts.config_file.clone(), config_tx, cancel.clone()));
+    let (web_tx, web_rx) = watch::channel(web);
+    tokio::spawn(signals(
+        Reloadable {
+            config_file: opts.config_file.clone(),
+            config: config_tx,
+            web_config_file: opts.web_config_file.clone(),
+            web: web_tx,
+        },
+        cancel.clone(),
+    ));
 
     let app = http::app(http::AppState {
         samples: sample_rx,
@@ -122,12 +131,13 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         started: SystemTime::now(),
     });
     let shutdown = cancel.clone();
-    let server = webconfig::serve(
-        listener,
-        app,
-        web,
-        async move { shutdown.cancelled().await },
-    );
+    let server =
+        webconfig::serve_reloadable(
+            listener,
+            app,
+            web_rx,
+            async move { shutdown.cancelled().await },
+        );
     let served = tokio::select! {
         r = server => r,
         // Drain for at most the grace period once asked to stop.
@@ -139,13 +149,53 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
     served.map_err(AgentError::Serve)
 }
 
-/// SIGTERM/SIGINT stop the agent; SIGHUP reloads the configuration file (a bad file keeps the
-/// running configuration and says why).
-async fn signals(
+/// What SIGHUP re-reads, and where the new versions go.
+struct Reloadable {
     config_file: Option<PathBuf>,
     config: watch::Sender<Arc<Config>>,
-    cancel: CancellationToken,
-) {
+    web_config_file: Option<PathBuf>,
+    web: watch::Sender<Option<Arc<webconfig::WebConfig>>>,
+}
+
+impl Reloadable {
+    /// Re-reads `--config.file` and `--web.config.file`, each on its own: a bad file keeps the
+    /// running version of that file and says why.
+    fn reload(&self) {
+        match &self.config_file {
+            None => tracing::info!("SIGHUP: no --config.file to reload"),
+            Some(p) => match Config::load(p) {
+                Ok(c) => {
+                    tracing::info!(file = %p.display(), "SIGHUP: configuration reloaded");
+                    self.config.send_replace(Arc::new(c));
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "SIGHUP: reload failed; keeping the running configuration")
+                }
+            },
+        }
+        if let Some(p) = &self.web_config_file {
+            // Build the TLS configuration here too: certificates that do not load keep the old.
+            match webconfig::load(p).and_then(|w| w.rustls_config().map(|_| w)) {
+                Ok(w) => {
+                    tracing::info!(
+                        file = %p.display(),
+                        tls = w.tls.is_some(),
+                        basic_auth = !w.basic_auth_users.is_empty(),
+                        "SIGHUP: web configuration reloaded; new connections use it"
+                    );
+                    self.web.send_replace(Some(Arc::new(w)));
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "SIGHUP: web configuration reload failed; keeping the running one")
+                }
+            }
+        }
+    }
+}
+
+/// SIGTERM/SIGINT stop the agent; SIGHUP reloads the configuration files (a bad file keeps the
+/// running configuration and says why).
+async fn signals(files: Reloadable, cancel: CancellationToken) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -161,20 +211,14 @@ async fn signals(
             tokio::select! {
                 _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
                 _ = int.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-                _ = hup.recv() => match &config_file {
-                    None => tracing::info!("SIGHUP: no --config.file to reload"),
-                    Some(p) => match Config::load(p) {
-                        Ok(c) => { tracing::info!(file = %p.display(), "SIGHUP: configuration reloaded"); config.send_replace(Arc::new(c)); }
-                        Err(e) => tracing::error!(error = %e, "SIGHUP: reload failed; keeping the running configuration"),
-                    },
-                },
+                _ = hup.recv() => files.reload(),
                 () = cancel.cancelled() => return,
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = (config_file, config);
+        let _ = files;
         let _ = tokio::signal::ctrl_c().await;
     }
     cancel.cancel();

@@ -44,6 +44,7 @@ use rustls::{
 };
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
+use tokio::sync::watch;
 use zeroize::Zeroizing;
 
 /// The `WWW-Authenticate` challenge of a 401 answer.
@@ -947,17 +948,31 @@ pub async fn serve(
     web: Option<Arc<WebConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let tls = match web.as_deref() {
-        Some(web) => web
-            .rustls_config()
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
-        None => None,
+    let (_keep, updates) = watch::channel(web);
+    serve_reloadable(listener, app, updates, shutdown).await
+}
+
+/// [`serve`] with a web configuration that can change while serving (SIGHUP): each new
+/// connection takes the TLS settings, and each request the users and headers, current at that
+/// moment; open connections keep what they started with. Send only configurations whose
+/// [`WebConfig::rustls_config`] succeeded: one that fails here keeps the previous TLS settings.
+pub async fn serve_reloadable(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    mut web: watch::Receiver<Option<Arc<WebConfig>>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let tls = |web: Option<&WebConfig>| -> Result<_, WebConfigError> {
+        let acceptor = match web {
+            Some(w) => w.rustls_config()?.map(tokio_rustls::TlsAcceptor::from),
+            None => None,
+        };
+        let http2 = acceptor.is_some() && web.is_none_or(|w| w.http.http2);
+        Ok((acceptor, http2))
     };
-    let app = match &web {
-        Some(web) => app.layer(middleware::from_fn_with_state(web.clone(), guard)),
-        None => app,
-    };
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let (mut acceptor, mut http2) = tls(web.borrow_and_update().as_deref())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let app = app.layer(middleware::from_fn_with_state(web.clone(), guard));
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -965,10 +980,6 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
     builder.http2().timer(TokioTimer::new());
-    let http2 = acceptor.is_some() && web.as_deref().is_none_or(|w| w.http.http2);
-    if !http2 {
-        builder = builder.http1_only();
-    }
     let service = TowerToHyperService::new(app);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -989,8 +1000,20 @@ pub async fn serve(
                 }
             },
         };
+        if web.has_changed().unwrap_or(false) {
+            match tls(web.borrow_and_update().as_deref()) {
+                Ok(new) => (acceptor, http2) = new,
+                Err(e) => {
+                    tracing::error!(error = %e, "new web configuration unusable; keeping the previous TLS settings")
+                }
+            }
+        }
         let watcher = graceful.watcher();
-        let builder = builder.clone();
+        let builder = if http2 {
+            builder.clone()
+        } else {
+            builder.clone().http1_only()
+        };
         let service = service.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
@@ -1048,7 +1071,14 @@ fn is_connection_error(e: &io::Error) -> bool {
 }
 
 /// The middleware [`serve`] puts in front of every route: basic auth, then the configured headers.
-async fn guard(State(web): State<Arc<WebConfig>>, request: Request, next: Next) -> Response {
+async fn guard(
+    State(web): State<watch::Receiver<Option<Arc<WebConfig>>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(web) = web.borrow().clone() else {
+        return next.run(request).await;
+    };
     let mut response = if authorized(&web, request.headers()).await {
         next.run(request).await
     } else {
