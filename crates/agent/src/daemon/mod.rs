@@ -1,5 +1,6 @@
 //! The `powerdiag agent` daemon: a sampler on its own interval, and an HTTP server that only
-//! serves the last sample. One cancellation token stops both; SIGHUP reloads both configuration files.
+//! serves the last sample. One cancellation token stops both; SIGHUP reloads both
+//! configuration files.
 
 pub mod config;
 pub mod http;
