@@ -43,7 +43,7 @@ if ! command -v wrk >/dev/null || ! command -v hyperfine >/dev/null; then
     apt-get -y -q -o DPkg::Lock::Timeout=300 install --no-install-recommends wrk hyperfine >/dev/null
 fi
 cargo build --release --locked -p powerdiag
-BIN=$ROOT/target/release/powerdiag
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/powerdiag
 
 work=$(mktemp -d /tmp/powerdiag-bench.XXXXXX)
 chmod 755 "$work"
@@ -104,7 +104,7 @@ hz=$(getconf CLK_TCK)
 doctor_bench() { # LABEL ARGS...
     local label=$1
     shift
-    hyperfine -N --warmup 2 --runs "${RUNS:-20}" --export-json "$work/h.json" -- "$BIN doctor --format json $*" >/dev/null 2>&1 || true
+    hyperfine -N -i --warmup 2 --runs "${RUNS:-20}" --export-json "$work/h.json" -- "$BIN doctor --format json $*" >/dev/null 2>&1 || true
     python3 - "$work/h.json" "$label" <<'EOF' | tee -a "$work/summary"
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
@@ -124,7 +124,7 @@ doctor_statements() { # LABEL ARGS...: statements and server CPU of one run (med
     say "doctor $label: $(printf '%s\n' "${stm[@]}" | sort -n | sed -n 3p) SQL statements (server's Questions), server CPU $(printf '%s\n' "${cpu[@]}" | sort -n | sed -n 3p) µs (median of 5)"
 }
 
-step "doctor (hyperfine -N --warmup 2 --runs 20)"
+step "doctor (hyperfine -N -i --warmup 2 --runs 20)"
 doctor_bench "--no-probe --sample-window 0" --no-probe --sample-window 0
 doctor_bench "--no-probe (1 s sample window)" --no-probe
 doctor_bench "(defaults: probe, 1 s window)"
