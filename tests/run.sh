@@ -3,13 +3,15 @@
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
 #   2. cargo fmt --check, clippy -D warnings, cargo check for ppc64le and arm64, and the AIX
 #      compile check of perfstat-sys (crates/perfstat-sys/ci-check.sh);
-#   3. starts MariaDB 11.8 (m118), 10.11 (m1011) and a second 10.11 for the hung-server test
-#      (hang) on loopback ports under a temporary directory;
+#   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
+#      (hang) and a second 11.8 for the 10,000-table statement count (scale) on loopback ports
+#      under a temporary directory;
 #   4. cargo test --workspace (unit tests and tests/it against those servers, and a real
 #      Prometheus), then tests/soak.sh's short variant;
 #   5. stops the servers and removes the directory, whatever happened.
 #
-# Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11),
+# Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
+# scale = +19),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -47,7 +49,7 @@ base=${POWERDIAG_IT_PORT_BASE:-33100}
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang)
+SERVERS=(m118 m1011 hang scale)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -61,14 +63,16 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 and 10.11 under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (two) and 10.11 (two) under $POWERDIAG_IT_DIR"
 "$HERE/harness/mariadb.sh" start m118 11.8 $((base + 18)) &
 p1=$!
 "$HERE/harness/mariadb.sh" start m1011 10.11 $((base + 10)) &
 p2=$!
 "$HERE/harness/mariadb.sh" start hang 10.11 $((base + 11)) &
 p3=$!
-wait "$p1" && wait "$p2" && wait "$p3"
+"$HERE/harness/mariadb.sh" start scale 11.8 $((base + 19)) &
+p4=$!
+wait "$p1" && wait "$p2" && wait "$p3" && wait "$p4"
 for s in "${SERVERS[@]}"; do
     eval "$("$HERE/harness/mariadb.sh" env "$s")"
 done

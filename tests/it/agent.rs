@@ -87,13 +87,13 @@ pub(crate) fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
     get_with(port, path, "")
 }
 
-fn metric(body: &str, name: &str) -> Option<f64> {
+pub(crate) fn metric(body: &str, name: &str) -> Option<f64> {
     body.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// Waits until `f` holds or `limit` passes.
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if f() {

@@ -34,6 +34,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             timeout: Duration::from_secs(1),
             probe: None,
             vector_cache: None,
+            reuse: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

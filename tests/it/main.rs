@@ -15,5 +15,6 @@ mod live_host;
 mod mariadb1011;
 mod no_database;
 mod prometheus;
+mod scale;
 mod support;
 mod vector;

@@ -50,6 +50,7 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
                 ..Default::default()
             }),
             vector_cache: None,
+            reuse: None,
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

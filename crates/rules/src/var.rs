@@ -63,6 +63,16 @@ named_enum! {
     }
 }
 
+impl Var {
+    /// A boolean variable: `SHOW VARIABLES` spells it `ON`/`OFF`, `SELECT @@name` `1`/`0`.
+    pub const fn is_bool(self) -> bool {
+        matches!(
+            self,
+            Var::InnodbUseNativeAio | Var::PerformanceSchema | Var::LargePages
+        )
+    }
+}
+
 named_enum! {
     /// A global status counter or gauge (`SHOW GLOBAL STATUS`).
     pub enum StatusVar {

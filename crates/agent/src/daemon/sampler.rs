@@ -50,6 +50,8 @@ pub async fn run(
     let mut last_probe: Option<Instant> = None;
     let mut vector_cache =
         crate::collect::VectorCache::new(config.borrow().sample.vector_index_refresh);
+    // The connection and the variable list, kept between samples.
+    let reuse = crate::collect::Reuse::default();
     loop {
         let cfg = config.borrow_and_update().clone();
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -67,6 +69,7 @@ pub async fn run(
                     ..Default::default()
                 }),
                 vector_cache: Some(vector_cache.clone()),
+                reuse: Some(reuse.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),

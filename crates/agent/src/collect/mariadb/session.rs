@@ -17,6 +17,8 @@ pub(crate) struct Session {
     account: String,
     /// Statements sent, for the bounded-queries budget.
     pub(crate) statements: u32,
+    /// The timeout this session's guards (`max_statement_time`, read-only) were set with.
+    pub(crate) guarded: Option<Duration>,
 }
 
 impl std::fmt::Debug for Session {
@@ -34,7 +36,12 @@ impl Session {
             .pass(c.password.as_ref().map(|p| p.expose().to_owned()))
             .prefer_socket(false)
             .stmt_cache_size(0)
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            // Known, so the driver does not ask the server for them on every connection
+            // (`SELECT @@max_allowed_packet, @@wait_timeout`, one statement more per sample).
+            // Our statements and rows are far smaller; the server's own limits still apply.
+            .max_allowed_packet(Some(64 << 20))
+            .wait_timeout(Some(28_800));
         match &c.endpoint {
             Endpoint::Tcp { host, port } => b = b.ip_or_hostname(host.clone()).tcp_port(*port),
             Endpoint::Socket(path) => b = b.socket(Some(path.to_string_lossy().into_owned())),
@@ -65,6 +72,7 @@ impl Session {
             target,
             account,
             statements: 0,
+            guarded: None,
         })
     }
 

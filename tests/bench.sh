@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Every number of the README's "Performance" section, in one command, on this machine:
+#
+#   tests/bench.sh
+#
+# A measurement, not a test: it prints numbers and their budgets and fails only when it cannot
+# measure. It does its own set-up: system packages and the MariaDB 11.8 root
+# (tests/harness/setup.sh), wrk and hyperfine (apt), a release build, its own MariaDB 11.8 on
+# loopback (tests/harness/mariadb.sh, port POWERDIAG_BENCH_PORT, default 33190) under a temporary
+# directory, three vector indexes, and later 10,000 tables (tests/harness/many-tables.sh). It
+# stops that server and removes the directory whatever happens.
+#
+#   1. criterion: rules evaluation and snapshot JSON encode/decode (crates/rules/benches/rules.rs),
+#      one host sample (crates/agent/benches/host_sample.rs);
+#   2. doctor: wall time and CPU (hyperfine) with and without the probe and the sample window,
+#      SQL statements (the server's Questions counter) and the server's CPU per run;
+#   3. the agent: scrape latency median/p99 (wrk, keep-alive loopback), agent CPU per scrape
+#      (/proc/PID/stat over the run), resident memory, SQL statements per sample (its own
+#      counter and the server's Questions), the server's CPU per sample (mariadbd utime+stime
+#      with the agent sampling every second, minus an idle baseline of the same length);
+#   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
+#      statements, one agent sample's collector time and statements.
+#
+# Environment: POWERDIAG_BENCH_PORT (33190), POWERDIAG_BENCH_SECONDS (60: each of the idle and
+# agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_TABLES
+# (10000), POWERDIAG_BENCH_CRITERION=0 skips step 1.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+cd "$ROOT"
+PORT=${POWERDIAG_BENCH_PORT:-33190}
+SECONDS_CPU=${POWERDIAG_BENCH_SECONDS:-60}
+SECONDS_SCRAPE=${POWERDIAG_BENCH_SCRAPE_SECONDS:-10}
+TABLES=${POWERDIAG_BENCH_TABLES:-10000}
+step() { printf '\n==> %s\n' "$*" >&2; }
+say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
+
+step "set-up (tests/harness/setup.sh, wrk, hyperfine, release build)"
+"$HERE/harness/setup.sh"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+if ! command -v wrk >/dev/null || ! command -v hyperfine >/dev/null; then
+    apt-get -y -q -o DPkg::Lock::Timeout=300 install --no-install-recommends wrk hyperfine >/dev/null
+fi
+cargo build --release --locked -p powerdiag
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/powerdiag
+
+work=$(mktemp -d /tmp/powerdiag-bench.XXXXXX)
+chmod 755 "$work"
+export POWERDIAG_IT_DIR=$work/servers
+agent_pid=
+cleanup() {
+    local rc=$?
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
+    "$HERE/harness/mariadb.sh" stop bench >/dev/null 2>&1 || true
+    rm -rf "$work"
+    exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+step "MariaDB 11.8 on 127.0.0.1:$PORT"
+"$HERE/harness/mariadb.sh" start bench 11.8 "$PORT"
+eval "$("$HERE/harness/mariadb.sh" env bench)"
+DB_PID=$(cat "$POWERDIAG_IT_BENCH_PIDFILE")
+export POWERDIAG_MARIADB_URL="mysql://root:${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}@127.0.0.1:$PORT/"
+sql() { "$HERE/harness/mariadb.sh" sql bench -N "$@"; }
+
+step "vector data: three indexes (5,000 × 256-d, 2,000 × 128-d cosine, 1,000 × 64-d)"
+python3 - <<'EOF' | sql
+import random
+random.seed(20261122)
+print("CREATE DATABASE IF NOT EXISTS bench;")
+for name, rows, dim, dist in [("docs", 5000, 256, "euclidean"), ("faq", 2000, 128, "cosine"), ("tags", 1000, 64, "euclidean")]:
+    print(f"CREATE TABLE bench.{name} (id INT PRIMARY KEY, e VECTOR({dim}) NOT NULL, VECTOR INDEX (e) DISTANCE={dist}) ENGINE=InnoDB;")
+    for start in range(0, rows, 250):
+        vals = ",".join(
+            "(%d,VEC_FromText('[%s]'))" % (i + 1, ",".join("%.4f" % random.gauss(0, 1) for _ in range(dim)))
+            for i in range(start, min(rows, start + 250)))
+        print(f"INSERT INTO bench.{name} VALUES {vals};")
+    print(f"ANALYZE TABLE bench.{name};")
+EOF
+
+: >"$work/summary"
+say "machine: $(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), load at start $(cut -d' ' -f1-3 /proc/loadavg)"
+say "server: $(sql -e 'SELECT VERSION()'), powerdiag $("$BIN" --version | awk '{print $2}') (release build)"
+
+if [ "${POWERDIAG_BENCH_CRITERION:-1}" != 0 ]; then
+    step "criterion benches"
+    for b in "powerdiag-rules rules" "powerdiag-agent host_sample"; do
+        set -- $b
+        cargo bench --locked -p "$1" --bench "$2" 2>/dev/null | tee "$work/criterion" |
+            awk '/^[^ ].*time:|^[a-zA-Z].*$/ && !/Gnuplot|Benchmarking|Warming|Collecting|Analyzing|Found|outlier|change:|Performance|No change|mild|severe/' >&2
+        awk '/time:/ {name = $0; sub(/ +time:.*/, "", name); if (name == "") name = prev; t = $0; sub(/.*time: +\[[^ ]+ [^ ]+ /, "", t); sub(/ [^ ]+ [^ ]+\]$/, "", t); printf "criterion: %-50s %s\n", name, t} {prev = $0}' "$work/criterion" |
+            tee -a "$work/summary"
+    done
+fi
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Nanoseconds on CPU over every live thread of a process (finer than the 10 ms ticks).
+run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
+questions() { sql -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'"; }
+hz=$(getconf CLK_TCK)
+
+doctor_bench() { # LABEL ARGS...
+    local label=$1
+    shift
+    hyperfine -N -i --warmup 2 --runs "${RUNS:-20}" --export-json "$work/h.json" -- "$BIN doctor --format json $*" >/dev/null 2>&1 || true
+    python3 - "$work/h.json" "$label" <<'EOF' | tee -a "$work/summary"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print("doctor %-44s wall %7.1f ms ± %.1f (median %.1f), CPU user %.1f + sys %.1f ms" % (
+    sys.argv[2], r["mean"] * 1e3, r["stddev"] * 1e3, r["median"] * 1e3, r["user"] * 1e3, r["system"] * 1e3))
+EOF
+}
+doctor_statements() { # LABEL ARGS...: statements and server CPU of one run (median of 5)
+    local label=$1 q0 q1 n0 n1 stm=() cpu=()
+    shift
+    for _ in 1 2 3 4 5; do
+        q0=$(questions) n0=$(run_ns "$DB_PID")
+        "$BIN" doctor --format json "$@" >/dev/null || true
+        n1=$(run_ns "$DB_PID") q1=$(questions)
+        stm+=($((q1 - q0 - 1))) cpu+=($(((n1 - n0) / 1000)))
+    done
+    say "doctor $label: $(printf '%s\n' "${stm[@]}" | sort -n | sed -n 3p) SQL statements (server's Questions), server CPU $(printf '%s\n' "${cpu[@]}" | sort -n | sed -n 3p) µs (median of 5)"
+}
+
+step "doctor (hyperfine -N -i --warmup 2 --runs 20)"
+doctor_bench "--no-probe --sample-window 0" --no-probe --sample-window 0
+doctor_bench "--no-probe (1 s sample window)" --no-probe
+doctor_bench "(defaults: probe, 1 s window)"
+doctor_statements "--no-probe --sample-window 0" --no-probe --sample-window 0
+doctor_statements "with the probe" --sample-window 0
+
+start_agent() { # CONFIG (TOML)
+    printf '%s' "$1" >"$work/agent.toml"
+    listen=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$BIN" agent --web.listen-address "$listen" --config.file "$work/agent.toml" --log.level warn 2>"$work/agent.log" &
+    agent_pid=$!
+    for _ in $(seq 100); do curl -fsS "http://$listen/metrics" 2>/dev/null | grep -q '^powerdiag_mariadb_up 1' && return; sleep 0.1; done
+    echo "bench: the agent did not publish a sample" >&2
+    cat "$work/agent.log" >&2
+    exit 1
+}
+stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=; }
+metric() { curl -fsS "http://$listen/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$agent_pid/status"; }
+
+step "agent: scrapes (wrk -t1 -c1 -d${SECONDS_SCRAPE}s), default 15 s interval"
+start_agent $'[sample]\ninterval = "15s"\ntimeout = "5s"\nwindow = "1s"\n'
+sleep 2
+t0=$(ticks "$agent_pid")
+wrk -t1 -c1 -d"${SECONDS_SCRAPE}s" --latency "http://$listen/metrics" >"$work/wrk"
+t1=$(ticks "$agent_pid")
+requests=$(awk '/requests in/ {print $1}' "$work/wrk")
+say "agent scrape latency: median $(awk '$1 == "50%" {print $2}' "$work/wrk"), p99 $(awk '$1 == "99%" {print $2}' "$work/wrk") over $requests scrapes (budget: median ≤ 1 ms)"
+say "agent CPU per scrape: $(awk -v t="$((t1 - t0))" -v hz="$hz" -v n="$requests" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}') µs, samples included (budget ≤ 500 µs)"
+say "agent resident memory: $(rss) kB after $requests scrapes (budget ≤ 10,240 kB)"
+say "agent SQL statements per sample (its counter): $(metric powerdiag_sample_sql_statements), first sample (vector-index list) included"
+say "agent metrics body: $(curl -fsS "http://$listen/metrics" | wc -c) bytes"
+stop_agent
+
+step "server CPU: idle ${SECONDS_CPU} s, then the agent sampling every 1 s (probe off) for ${SECONDS_CPU} s"
+sleep 1
+i0=$(ticks "$DB_PID") in0=$(run_ns "$DB_PID") iq0=$(questions)
+sleep "$SECONDS_CPU"
+i1=$(ticks "$DB_PID") in1=$(run_ns "$DB_PID") iq1=$(questions)
+start_agent $'[sample]\ninterval = "1s"\ntimeout = "900ms"\nwindow = "0s"\n[probe]\nenabled = false\n'
+sleep 1.5 # the first sample lists the vector indexes; measure the steady state
+a0=$(ticks "$DB_PID") an0=$(run_ns "$DB_PID") aq0=$(questions)
+sleep "$SECONDS_CPU"
+a1=$(ticks "$DB_PID") an1=$(run_ns "$DB_PID") aq1=$(questions)
+say "agent SQL statements per sample: $(metric powerdiag_sample_sql_statements) (its counter); $(awk -v a="$((aq1 - aq0 - 1))" -v i="$((iq1 - iq0 - 1))" -v n="$SECONDS_CPU" 'BEGIN {printf "%.2f", (a - i) / n}') (the server's Questions over $SECONDS_CPU samples) (budget ≤ 5)"
+say "agent server CPU per sample: $(awk -v a="$((a1 - a0))" -v i="$((i1 - i0))" -v hz="$hz" -v n="$SECONDS_CPU" 'BEGIN {printf "%.0f", (a - i) * 1e6 / hz / n}') µs (mariadbd utime+stime, /proc/PID/stat: $((a1 - a0)) ticks with the agent, $((i1 - i0)) idle, over $SECONDS_CPU s); $(awk -v a="$((an1 - an0))" -v i="$((in1 - in0))" -v n="$SECONDS_CPU" 'BEGIN {printf "%.0f", (a - i) / 1e3 / n}') µs (schedstat of its threads) (budget ≤ 500 µs)"
+say "agent sample duration: $(metric powerdiag_sample_duration_seconds) s (no OS window)"
+stop_agent
+
+step "scale: $TABLES tables (tests/harness/many-tables.sh)"
+s=$(date +%s.%N)
+"$HERE/harness/many-tables.sh" bench "$TABLES" 8 4
+say "generator: $TABLES tables in 8 schemas + 4 vector indexes in $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s"
+RUNS=5 doctor_bench "at scale, --no-probe --sample-window 0" --no-probe --sample-window 0
+RUNS=5 doctor_bench "at scale (defaults: probe, 1 s window)"
+doctor_statements "at scale, --no-probe --sample-window 0" --no-probe --sample-window 0
+start_agent $'[sample]\ninterval = "2s"\ntimeout = "1500ms"\nwindow = "0s"\n[probe]\nenabled = false\n'
+first=$(curl -fsS "http://$listen/metrics")
+sleep 2.5
+later=$(curl -fsS "http://$listen/metrics")
+collectors() { awk '/^powerdiag_collector_duration_seconds\{collector="mariadb/ {match($0, /"[^"]+"/); printf "%s %.1f ms, ", substr($0, RSTART + 1, RLENGTH - 2), $2 * 1e3}'; }
+stmts() { awk '$1 == "powerdiag_sample_sql_statements" {print $2}'; }
+say "agent sample at scale, first (lists $(sql -e "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 'pd\\_scale\\_%' OR TABLE_SCHEMA = 'bench'") tables' vector indexes): $(collectors <<<"$first")$(stmts <<<"$first") statements"
+say "agent sample at scale, steady: $(collectors <<<"$later")$(stmts <<<"$later") statements"
+stop_agent
+
+step "summary"
+cat "$work/summary"

@@ -1,0 +1,154 @@
+//! A server with 10,000 tables and several vector indexes (tests/harness/many-tables.sh) on its
+//! own MariaDB 11.8 (`scale`, started by tests/run.sh, used by nothing else, so its global
+//! `Questions` counter is ours): doctor and the agent send exactly as many statements as
+//! without those tables. Counts, not timings: tests/bench.sh times the same server.
+
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use serde_json::Value;
+
+use crate::{
+    agent::{eventually, get, metric, start_agent},
+    support::*,
+};
+
+/// The statements one run of each sends, as the server counts them (`Questions`).
+#[derive(Debug, PartialEq, Eq)]
+struct Counts {
+    doctor_no_probe: u64,
+    doctor_probe: u64,
+    agent_first: u64,
+    agent_steady: u64,
+    /// The agent's own counter for its steady sample.
+    agent_steady_own: u64,
+}
+
+/// Runs tests/harness/many-tables.sh on the `scale` server.
+fn many_tables(args: &[&str]) {
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/harness/many-tables.sh");
+    let out = std::process::Command::new(script)
+        .arg("scale")
+        .args(args)
+        .output()
+        .expect("tests/harness/many-tables.sh");
+    assert!(
+        out.status.success(),
+        "many-tables.sh {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn counts(server: &Server) -> Counts {
+    block_on(async {
+        let pool = server.pool();
+        let mut c = pool.get_conn().await.unwrap();
+        let mut questions = async || -> u64 {
+            c.query_first::<u64, _>(
+                "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='QUESTIONS'",
+            )
+            .await
+            .unwrap()
+            .unwrap()
+        };
+        // Reading the counter is itself a question: subtract what two reads in a row differ by.
+        let (a, b) = (questions().await, questions().await);
+        let own = b - a;
+        let url = server.root_url();
+        let mut doctor = async |extra: &[&str]| {
+            let q0 = questions().await;
+            let r = doctor_json(&url, extra);
+            assert!(r.code <= 2, "doctor failed: {}", r.stderr);
+            let q1 = questions().await;
+            q1 - q0 - own
+        };
+        let doctor_no_probe = doctor(&["--no-probe"]).await;
+        let doctor_probe = doctor(&["--probe-queries", "5"]).await;
+        let q0 = questions().await;
+        let agent = start_agent(
+            &url,
+            "[sample]\ninterval = \"3s\"\ntimeout = \"2s\"\nwindow = \"0s\"\n[probe]\nenabled = false\n",
+        );
+        let taken = || {
+            get(agent.port, "/metrics")
+                .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_timestamp_seconds"))
+        };
+        assert!(eventually(Duration::from_secs(10), || taken().is_some()));
+        let first_at = taken();
+        let q1 = questions().await;
+        // The next sample starts 3 s after the first did: nothing else talks to this server.
+        assert!(eventually(Duration::from_secs(10), || taken() != first_at));
+        let q2 = questions().await;
+        let (_, _, body) = get(agent.port, "/metrics").unwrap();
+        drop(agent);
+        drop(c);
+        pool.disconnect().await.unwrap();
+        Counts {
+            doctor_no_probe,
+            doctor_probe,
+            agent_first: q1 - q0 - own,
+            agent_steady: q2 - q1 - own,
+            agent_steady_own: metric(&body, "powerdiag_sample_sql_statements").unwrap() as u64,
+        }
+    })
+}
+
+#[test]
+fn statements_do_not_grow_with_the_number_of_tables() {
+    let server = Server::get("scale");
+    many_tables(&["drop"]);
+    many_tables(&["0", "1", "4"]);
+    let few = counts(&server);
+    many_tables(&["10000", "8", "4"]);
+    let many = counts(&server);
+    assert_eq!(
+        few, many,
+        "statements with 10,000 tables differ from without"
+    );
+    // The agent's budget: at most 5 statements per sample (probe aside), as the server counts
+    // them and as the agent reports them.
+    assert!(many.agent_steady <= 5, "{many:?}");
+    assert_eq!(many.agent_steady, many.agent_steady_own, "{many:?}");
+    // Vector discovery is bounded by the indexes (4 here), never by the tables.
+    assert!(
+        many.agent_first <= 12 && many.doctor_no_probe <= 12,
+        "{many:?}"
+    );
+}
+
+/// The agent reads the variables with `SELECT @@global...` after its first sample; doctor with
+/// `SHOW GLOBAL VARIABLES`. Both must give the same facts, on 11.8 and on 10.11 (which has no
+/// `mhnsw_*` variables: naming one would fail the statement).
+#[test]
+fn the_agent_reads_the_same_variables_as_doctor() {
+    for (name, server) in [("11.8", Server::m118()), ("10.11", Server::m1011())] {
+        let _lock = (name == "11.8").then(m118_lock);
+        let url = server.root_url();
+        let agent = start_agent(
+            &url,
+            "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n",
+        );
+        let statements = || {
+            get(agent.port, "/metrics")
+                .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_sql_statements"))
+        };
+        // The first sample reads with SHOW (and sets the session up); a later one with @@.
+        assert!(
+            eventually(Duration::from_secs(10), || statements() == Some(2.0)),
+            "{name}: the agent's steady sample is not 2 statements: {:?}",
+            statements()
+        );
+        let (_, _, json) = get(agent.port, "/api/v1/snapshot").unwrap();
+        let agent_vars: Value =
+            serde_json::from_str::<Value>(&json).unwrap()["mariadb"]["facts"]["variables"].clone();
+        let doctor = doctor_json(&url, &["--no-probe"]).json();
+        let doctor_vars = &doctor["snapshot"]["mariadb"]["facts"]["variables"];
+        assert!(
+            agent_vars.as_object().is_some_and(|m| m.len() > 20),
+            "{name}: {agent_vars}"
+        );
+        assert_eq!(&agent_vars, doctor_vars, "{name}");
+        assert_eq!(agent_vars.get("mhnsw_default_m").is_some(), name == "11.8");
+    }
+}
