@@ -11,9 +11,10 @@
 #
 # Steps:
 #   1. apt: build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client
-#      prometheus, and the ppc64le and arm64 cross C compilers (ring, in the TLS stack, compiles C
+#      prometheus, prometheus-alertmanager (amtool), systemd (systemd-analyze), shellcheck
+#      (tests/it/deploy.rs checks deploy/ with them), and the ppc64le and arm64 cross C compilers (ring, in the TLS stack, compiles C
 #      in the cross checks), with a temporary /usr/sbin/policy-rc.d (exit 101) so no service starts.
-#   2. Stops and disables the system mariadb and prometheus services (tests need port 3306 and
+#   2. Stops and disables the system mariadb, prometheus and prometheus-alertmanager services (tests need port 3306 and
 #      /run/mysqld/mysqld.sock free).
 #   3. Rust via rustup, only if cargo is missing.
 #   4. MariaDB 11.8 root: debootstrap --variant=minbase --include=mariadb-server trixie into
@@ -31,8 +32,8 @@ ensure_root "${BASH_SOURCE[0]}" "$@"
 export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client prometheus
-    gcc-powerpc64le-linux-gnu gcc-aarch64-linux-gnu)
-SYSTEM_SERVICES=(mariadb prometheus)
+    prometheus-alertmanager systemd shellcheck gcc-powerpc64le-linux-gnu gcc-aarch64-linux-gnu)
+SYSTEM_SERVICES=(mariadb prometheus prometheus-alertmanager)
 POLICY=/usr/sbin/policy-rc.d
 POLICY_SAVED=/usr/sbin/policy-rc.d.powerdiag-saved
 POLICY_TAG='# powerdiag-harness: temporary, deny service starts during package installs'

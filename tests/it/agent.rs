@@ -25,7 +25,7 @@ impl Drop for Agent {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -39,13 +39,20 @@ pub(crate) fn start_agent(url: &str, config: &str) -> Agent {
     let cfg = dir.path().join("agent.toml");
     std::fs::write(&cfg, config).unwrap();
     let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_powerdiag"))
-        .env("POWERDIAG_MARIADB_URL", url)
-        .env("HOME", dir.path())
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_powerdiag"));
+    cmd.env("POWERDIAG_MARIADB_URL", url)
         .args(["agent", "--log.level", "debug", "--web.listen-address"])
         .arg(format!("127.0.0.1:{port}"))
         .arg("--config.file")
-        .arg(&cfg)
+        .arg(&cfg);
+    spawn_agent(cmd, port, dir)
+}
+
+/// Spawns `cmd` (an agent listening on 127.0.0.1:`port`) with HOME in `dir`, no
+/// POWERDIAG_MARIADB_URL unless `cmd` sets it, and waits until it answers.
+pub(crate) fn spawn_agent(mut cmd: Command, port: u16, dir: tempfile::TempDir) -> Agent {
+    let child = cmd
+        .env("HOME", dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -8,6 +8,7 @@
 
 mod agent;
 mod cli;
+mod deploy;
 mod errors;
 mod examples;
 mod linux_fixtures;

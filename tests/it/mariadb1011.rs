@@ -50,7 +50,7 @@ fn vector_rules_are_not_applicable_and_the_rest_evaluates() {
     let md = run(powerdiag()
         .env("POWERDIAG_MARIADB_URL", server.root_url())
         .args(["doctor", "--format", "markdown", "--sample-window", "0"]));
-    assert_eq!(md.code, 0);
+    assert_eq!(md.code, 0, "{}", md.stdout);
     assert!(
         md.stdout
             .contains("| **fail** | PD204 | performance-schema-off | info |"),

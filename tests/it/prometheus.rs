@@ -15,9 +15,9 @@ use crate::{
     support::*,
 };
 
-struct Prometheus {
+pub(crate) struct Prometheus {
     name: String,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Prometheus {
@@ -30,7 +30,7 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/prometheus.sh")
 }
 
-fn query(p: &Prometheus, promql: &str) -> Vec<Value> {
+pub(crate) fn query(p: &Prometheus, promql: &str) -> Vec<Value> {
     let Some((200, _, body)) = get(
         p.port,
         &format!("/api/v1/query?query={}", urlencode(promql)),
@@ -39,6 +39,28 @@ fn query(p: &Prometheus, promql: &str) -> Vec<Value> {
     };
     let v: Value = serde_json::from_str(&body).unwrap_or_default();
     v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// Starts a throw-away Prometheus (tests/harness/prometheus.sh) with `config`, stopped when
+/// dropped.
+pub(crate) fn start_prometheus(config: &std::path::Path) -> Prometheus {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let name = format!("prom{port}");
+    let out = Command::new(script())
+        .args(["start", &name, &port.to_string()])
+        .arg(config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "prometheus.sh start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Prometheus { name, port }
 }
 
 #[test]
@@ -59,23 +81,7 @@ fn prometheus_sees_pd101_failing_for_the_instance() {
         format!("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: powerdiag\n    static_configs:\n      - targets: ['{instance}']\n"),
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let name = format!("prom{port}");
-    let out = Command::new(script())
-        .args(["start", &name, &port.to_string()])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "prometheus.sh start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let prom = Prometheus { name, port };
+    let prom = start_prometheus(&cfg);
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let failing = loop {

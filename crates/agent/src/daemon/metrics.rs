@@ -204,6 +204,9 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
                 .collect(),
         );
     }
+    if let Gathered::Available(p) = &f.probe {
+        probe(b, p);
+    }
     let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
     for (var, name, help) in [
         (
@@ -255,6 +258,75 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
         st(StatusVar::MemoryUsed),
     );
     b.one("mariadb_uptime_seconds", "Uptime", st(StatusVar::Uptime));
+}
+
+/// The vector probe's results, in the sample that ran it (the agent probes on its own, slower
+/// schedule, so these series exist for one sample per probe interval: query them with
+/// `last_over_time(...[probe interval])`).
+fn probe(b: &mut Builder, p: &powerdiag_rules::Probe) {
+    let mut latency = Vec::new();
+    let mut rebuilds = Vec::new();
+    let mut queries = Vec::new();
+    for i in &p.indexes {
+        let first: Vec<u64> = i
+            .queries
+            .iter()
+            .filter(|q| !q.repeat)
+            .map(|q| q.latency_us)
+            .collect();
+        let repeat: Vec<u64> = i
+            .queries
+            .iter()
+            .filter(|q| q.repeat)
+            .map(|q| q.latency_us)
+            .collect();
+        let id = |extra: &[(&str, &str)]| {
+            let mut v = vec![
+                ("schema", i.schema.as_str()),
+                ("table", i.table.as_str()),
+                ("index", i.index.as_str()),
+            ];
+            v.extend_from_slice(extra);
+            l(&v)
+        };
+        for (pass, lat) in [("first", first), ("repeat", repeat)] {
+            if lat.is_empty() {
+                continue;
+            }
+            queries.push((id(&[("pass", pass)]), lat.len() as f64));
+            for (q, v) in quantiles(lat) {
+                latency.push((id(&[("pass", pass), ("quantile", q)]), v as f64 / 1e6));
+            }
+        }
+        if !i.queries.is_empty() {
+            rebuilds.push((
+                id(&[]),
+                i.queries.iter().map(|q| q.handler_read_last).sum::<u64>() as f64,
+            ));
+        }
+    }
+    b.gauge(
+        "mariadb_probe_query_latency_seconds",
+        "Latency of the vector probe's k-NN queries (pass: first = distinct vectors, repeat = the first ones again; quantile over the queries; 1 = slowest)",
+        latency,
+    );
+    b.gauge(
+        "mariadb_probe_queries",
+        "k-NN queries the vector probe ran",
+        queries,
+    );
+    b.gauge(
+        "mariadb_probe_cache_rebuilds",
+        "MHNSW cache rebuilds during the probe (Handler_read_last moved by its queries)",
+        rebuilds,
+    );
+}
+
+/// The median, 90th percentile and maximum (nearest rank) of `v`.
+fn quantiles(mut v: Vec<u64>) -> [(&'static str, u64); 3] {
+    v.sort_unstable();
+    let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+    [("0.5", rank(0.5)), ("0.9", rank(0.9)), ("1", rank(1.0))]
 }
 
 fn os(b: &mut Builder, s: &Snapshot) {
@@ -473,6 +545,54 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing from\n{text}");
         }
         assert!(!text.contains("# EOF"), "EOF is added per scrape");
+    }
+
+    #[test]
+    fn probe_latencies_and_rebuilds_per_index() {
+        let q = |latency_us, repeat, handler_read_last| powerdiag_rules::ProbeQuery {
+            latency_us,
+            repeat,
+            handler_read_last,
+            ..Default::default()
+        };
+        let mut queries: Vec<_> = (1..=10).map(|i| q(i * 1000, false, 1)).collect();
+        queries.push(q(500, true, 0));
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .probe(powerdiag_rules::Probe {
+                indexes: vec![powerdiag_rules::IndexProbe {
+                    schema: "app".into(),
+                    table: "docs".into(),
+                    index: "e".into(),
+                    limit: 10,
+                    queries,
+                    ..Default::default()
+                }],
+                profile: None,
+            })
+            .build();
+        let text = encode_sample(&s, &evaluate(&s), SystemTime::UNIX_EPOCH, Duration::ZERO, 1);
+        let id = "schema=\"app\",table=\"docs\",index=\"e\"";
+        for needle in [
+            format!(
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",quantile=\"0.5\"}} 0.005"
+            ),
+            format!(
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",quantile=\"0.9\"}} 0.009"
+            ),
+            format!(
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",quantile=\"1\"}} 0.01"
+            ),
+            format!(
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"repeat\",quantile=\"1\"}} 0.0005"
+            ),
+            format!("powerdiag_mariadb_probe_queries{{{id},pass=\"first\"}} 10"),
+            format!("powerdiag_mariadb_probe_cache_rebuilds{{{id}}} 10"),
+        ] {
+            assert!(text.contains(&needle), "{needle} missing from\n{text}");
+        }
+        // No probe in the sample: no probe series.
+        assert!(!sample().contains("probe"));
     }
 
     #[test]
