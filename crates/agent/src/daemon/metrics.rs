@@ -571,7 +571,14 @@ mod tests {
                 profile: None,
             })
             .build();
-        let text = encode_sample(&s, &evaluate(&s), SystemTime::UNIX_EPOCH, Duration::ZERO, 1);
+        let text = encode_sample(
+            &s,
+            &evaluate(&s),
+            &Settings::default(),
+            SystemTime::UNIX_EPOCH,
+            Duration::ZERO,
+            1,
+        );
         let id = "schema=\"app\",table=\"docs\",index=\"e\"";
         for needle in [
             format!(
