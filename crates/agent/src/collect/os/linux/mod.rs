@@ -39,20 +39,28 @@ impl Window {
             (Ok((pid, _)), true) if !window.is_zero() => Some(perf::start(roots, *pid)),
             _ => None,
         };
+        // No window ("0s"): no first reading, so the shares, dispatches and SPURR/PURR ratio are
+        // since boot, as documented. A first reading would make the "window" the few
+        // milliseconds the collectors take, where one stolen tick reads as a large steal share.
+        let windowed = live && !window.is_zero();
         Window {
             roots: roots.clone(),
             started: Instant::now(),
-            ticks: if live {
+            ticks: if windowed {
                 stat::read_ticks(roots).ok()
             } else {
                 None
             },
-            lpar: if live {
+            lpar: if windowed {
                 lparcfg::read_fields(roots).ok().flatten()
             } else {
                 None
             },
-            spurr_purr: if live { cpu::spurr_purr(roots) } else { None },
+            spurr_purr: if windowed {
+                cpu::spurr_purr(roots)
+            } else {
+                None
+            },
             process,
             perf,
         }
