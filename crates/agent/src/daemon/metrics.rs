@@ -599,7 +599,7 @@ mod tests {
             assert!(text.contains(&needle), "{needle} missing from\n{text}");
         }
         // No probe in the sample: no probe series.
-        assert!(!sample().contains("probe"));
+        assert!(!sample().contains("powerdiag_mariadb_probe"));
     }
 
     #[test]
