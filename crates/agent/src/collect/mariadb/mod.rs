@@ -168,10 +168,7 @@ pub async fn collect(
                         error: Some(e.message.clone()),
                     });
                     out.section.target = Some(target);
-                    out.runs.push(run("mariadb", started, Some(&e.message)));
-                    out.section.error = Some(e);
-                    out.statements = sent;
-                    on_connected(None);
+                    failed(&mut out, started, e, sent, on_connected);
                     return out;
                 }
                 Err(e) => {
@@ -208,10 +205,7 @@ pub async fn collect(
             message: "no MariaDB target to try".into(),
             hint: "pass --mariadb.url or --mariadb.defaults-file".into(),
         });
-        out.runs.push(run("mariadb", started, Some(&error.message)));
-        out.section.error = Some(error);
-        out.statements = sent;
-        on_connected(None);
+        failed(&mut out, started, error, sent, on_connected);
         return out;
     };
     match server_facts(&mut s, candidate, local_hostname, reuse).await {
@@ -232,14 +226,26 @@ pub async fn collect(
         Err(e) => {
             out.section.target = Some(candidate.display());
             out.section.reachable = true;
-            out.runs.push(run("mariadb", started, Some(&e.message)));
-            out.section.error = Some(e);
-            on_connected(None);
-            out.statements = s.statements + sent;
+            failed(&mut out, started, e, s.statements + sent, on_connected);
             s.close().await;
         }
     }
     out
+}
+
+/// A sample that ends with `error`: the failed run, the error, the statements sent, and the
+/// hook told there are no facts.
+fn failed(
+    out: &mut MariadbOutcome,
+    started: Instant,
+    error: DbError,
+    statements: u32,
+    on_connected: ConnectedHook<'_>,
+) {
+    out.runs.push(run("mariadb", started, Some(&error.message)));
+    out.section.error = Some(error);
+    out.statements = statements;
+    on_connected(None);
 }
 
 /// The rest of a sample once the server's facts are in: vector indexes and the probe; then the
