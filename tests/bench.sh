@@ -16,8 +16,10 @@
 #      SQL statements (the server's Questions counter) and the server's CPU per run;
 #   3. the agent: scrape latency median/p99 (wrk, keep-alive loopback), agent CPU per scrape
 #      (/proc/PID/stat over the run), resident memory, SQL statements per sample (its own
-#      counter and the server's Questions), the server's CPU per sample (mariadbd utime+stime
-#      with the agent sampling every second, minus an idle baseline of the same length);
+#      counter and the server's Questions), the server's CPU per sample (the schedstat run time
+#      of mariadbd's threads with the agent sampling every second, minus an idle baseline of the
+#      same length), with the variables read one sample in four (the default ratio) and every
+#      sample;
 #   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
 #      statements, one agent sample's collector time and statements.
 #
@@ -159,20 +161,27 @@ say "agent SQL statements per sample (its counter): $(metric powerdiag_sample_sq
 say "agent metrics body: $(curl -fsS "http://$listen/metrics" | wc -c) bytes"
 stop_agent
 
-step "server CPU: idle ${SECONDS_CPU} s, then the agent sampling every 1 s (probe off) for ${SECONDS_CPU} s"
+step "server CPU: idle ${SECONDS_CPU} s, then the agent sampling every 1 s (probe off) for ${SECONDS_CPU} s, twice"
 sleep 1
 i0=$(ticks "$DB_PID") in0=$(run_ns "$DB_PID") iq0=$(questions)
 sleep "$SECONDS_CPU"
 i1=$(ticks "$DB_PID") in1=$(run_ns "$DB_PID") iq1=$(questions)
-start_agent $'[sample]\ninterval = "1s"\ntimeout = "900ms"\nwindow = "0s"\n[probe]\nenabled = false\n'
-sleep 1.5 # the first sample lists the vector indexes; measure the steady state
-a0=$(ticks "$DB_PID") an0=$(run_ns "$DB_PID") aq0=$(questions)
-sleep "$SECONDS_CPU"
-a1=$(ticks "$DB_PID") an1=$(run_ns "$DB_PID") aq1=$(questions)
-say "agent SQL statements per sample: $(metric powerdiag_sample_sql_statements) (its counter); $(awk -v a="$((aq1 - aq0 - 1))" -v i="$((iq1 - iq0 - 1))" -v n="$SECONDS_CPU" 'BEGIN {printf "%.2f", (a - i) / n}') (the server's Questions over $SECONDS_CPU samples) (budget ≤ 5)"
-say "agent server CPU per sample: $(awk -v a="$((a1 - a0))" -v i="$((i1 - i0))" -v hz="$hz" -v n="$SECONDS_CPU" 'BEGIN {printf "%.0f", (a - i) * 1e6 / hz / n}') µs (mariadbd utime+stime, /proc/PID/stat: $((a1 - a0)) ticks with the agent, $((i1 - i0)) idle, over $SECONDS_CPU s); $(awk -v a="$((an1 - an0))" -v i="$((in1 - in0))" -v n="$SECONDS_CPU" 'BEGIN {printf "%.0f", (a - i) / 1e3 / n}') µs (schedstat of its threads) (budget ≤ 500 µs)"
-say "agent sample duration: $(metric powerdiag_sample_duration_seconds) s (no OS window)"
-stop_agent
+agent_server_cpu() { # LABEL VARIABLES_REFRESH
+    start_agent "$(printf '[sample]\ninterval = "1s"\ntimeout = "900ms"\nwindow = "0s"\nvariables_refresh = "%s"\n[probe]\nenabled = false\n' "$2")"
+    sleep 1.5 # the first sample lists the vector indexes; measure the steady state
+    local a0 a1 an0 an1 aq0 aq1
+    a0=$(ticks "$DB_PID") an0=$(run_ns "$DB_PID") aq0=$(questions)
+    sleep "$SECONDS_CPU"
+    a1=$(ticks "$DB_PID") an1=$(run_ns "$DB_PID") aq1=$(questions)
+    say "agent, $1: SQL statements per sample $(awk -v a="$((aq1 - aq0 - 1))" -v i="$((iq1 - iq0 - 1))" -v n="$SECONDS_CPU" 'BEGIN {printf "%.2f", (a - i) / n}') (the server's Questions over $SECONDS_CPU samples; last sample's own counter $(metric powerdiag_sample_sql_statements)) (budget ≤ 5)"
+    say "agent, $1: server CPU per sample $(awk -v a="$((an1 - an0))" -v i="$((in1 - in0))" -v n="$SECONDS_CPU" 'BEGIN {printf "%.0f", (a - i) / 1e3 / n}') µs (schedstat of mariadbd's threads, minus idle); $(awk -v a="$((a1 - a0))" -v i="$((i1 - i0))" -v hz="$hz" -v n="$SECONDS_CPU" 'BEGIN {printf "%.0f", (a - i) * 1e6 / hz / n}') µs (utime+stime ticks: $((a1 - a0)) with the agent, $((i1 - i0)) idle) (budget ≤ 500 µs)"
+    say "agent, $1: sample duration $(metric powerdiag_sample_duration_seconds) s (no OS window)"
+    stop_agent
+}
+# At the default 15 s interval and 60 s variables_refresh, one sample in four reads the
+# variables too; "4s" at a 1 s interval keeps that ratio. "0s" reads them every sample.
+agent_server_cpu "variables every 4th sample (the default ratio)" 4s
+agent_server_cpu "variables every sample (variables_refresh = 0)" 0s
 
 step "scale: $TABLES tables (tests/harness/many-tables.sh)"
 s=$(date +%s.%N)

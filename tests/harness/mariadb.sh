@@ -91,7 +91,7 @@ set_flavour() { # FLAVOUR
         ADMIN=$TRIXIE_WRAP/mariadb-admin
         INSTALL_DB=$TRIXIE_ROOT/usr/bin/mariadb-install-db
         BASEDIR=$TRIXIE_BASE
-        PFS=ON
+        PFS=${POWERDIAG_IT_MARIADB_PFS:-ON}
         ;;
     10.11)
         MARIADBD=/usr/sbin/mariadbd

@@ -127,13 +127,14 @@ fn the_agent_reads_the_same_variables_as_doctor() {
         let url = server.root_url();
         let agent = start_agent(
             &url,
-            "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n",
+            "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"0s\"\n[probe]\nenabled = false\n",
         );
         let statements = || {
             get(agent.port, "/metrics")
                 .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_sql_statements"))
         };
-        // The first sample reads with SHOW (and sets the session up); a later one with @@.
+        // The first sample reads with SHOW (and sets the session up); a later one with @@
+        // (every sample: variables_refresh = 0).
         assert!(
             eventually(Duration::from_secs(10), || statements() == Some(2.0)),
             "{name}: the agent's steady sample is not 2 statements: {:?}",
@@ -151,4 +152,83 @@ fn the_agent_reads_the_same_variables_as_doctor() {
         assert_eq!(&agent_vars, doctor_vars, "{name}");
         assert_eq!(agent_vars.get("mhnsw_default_m").is_some(), name == "11.8");
     }
+}
+
+/// Sets a global variable for the life of the guard, then puts the old value back.
+struct GlobalSet {
+    server: Server,
+    name: &'static str,
+    old: u64,
+}
+
+impl GlobalSet {
+    fn new(server: Server, name: &'static str, value: impl Fn(u64) -> u64) -> GlobalSet {
+        let old = block_on(async {
+            let pool = server.pool();
+            let mut c = pool.get_conn().await.unwrap();
+            let old: u64 = c
+                .query_first(format!("SELECT @@global.{name}"))
+                .await
+                .unwrap()
+                .unwrap();
+            c.query_drop(format!("SET GLOBAL {name} = {}", value(old)))
+                .await
+                .unwrap();
+            drop(c);
+            pool.disconnect().await.unwrap();
+            old
+        });
+        GlobalSet { server, name, old }
+    }
+}
+
+impl Drop for GlobalSet {
+    fn drop(&mut self) {
+        let (name, old) = (self.name, self.old);
+        block_on(async {
+            let pool = self.server.pool();
+            let mut c = pool.get_conn().await.unwrap();
+            c.query_drop(format!("SET GLOBAL {name} = {old}"))
+                .await
+                .unwrap();
+            drop(c);
+            pool.disconnect().await.unwrap();
+        });
+    }
+}
+
+/// Between variable reads (`variables_refresh`) the agent's steady sample is the status read
+/// alone, and a `SET GLOBAL` reaches its snapshot at the next read.
+#[test]
+fn the_agent_reuses_variables_until_the_refresh() {
+    let server = Server::m118();
+    let _lock = m118_lock();
+    let agent = start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"3s\"\n[probe]\nenabled = false\n",
+    );
+    let statements = || {
+        get(agent.port, "/metrics")
+            .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_sql_statements"))
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || statements() == Some(1.0)),
+        "no sample was the status read alone: {:?}",
+        statements()
+    );
+    let max_connections = || -> Option<String> {
+        let (_, _, json) = get(agent.port, "/api/v1/snapshot")?;
+        let v: Value = serde_json::from_str(&json).ok()?;
+        v["mariadb"]["facts"]["variables"]["max_connections"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let set = GlobalSet::new(server, "max_connections", |old| old + 7);
+    let want = (set.old + 7).to_string();
+    assert!(
+        eventually(Duration::from_secs(10), || max_connections().as_deref()
+            == Some(want.as_str())),
+        "the agent never saw SET GLOBAL max_connections = {want}: {:?}",
+        max_connections()
+    );
 }

@@ -34,6 +34,10 @@ pub struct SampleConfig {
     /// How long the list and sizes of vector indexes are reused before being read again.
     #[serde(with = "humantime_serde")]
     pub vector_index_refresh: Duration,
+    /// How long server variables are reused on the same connection before being read again
+    /// (status counters are read every sample); 0 reads them every sample.
+    #[serde(with = "humantime_serde")]
+    pub variables_refresh: Duration,
 }
 
 impl Default for SampleConfig {
@@ -43,6 +47,7 @@ impl Default for SampleConfig {
             timeout: Duration::from_secs(5),
             window: Duration::from_secs(1),
             vector_index_refresh: Duration::from_secs(300),
+            variables_refresh: Duration::from_secs(60),
         }
     }
 }

@@ -51,11 +51,14 @@ pub async fn run(
     let mut vector_cache =
         crate::collect::VectorCache::new(config.borrow().sample.vector_index_refresh);
     // The connection and the variable list, kept between samples.
-    let reuse = crate::collect::Reuse::default();
+    let mut reuse = crate::collect::Reuse::new(config.borrow().sample.variables_refresh);
     loop {
         let cfg = config.borrow_and_update().clone();
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
             vector_cache = crate::collect::VectorCache::new(cfg.sample.vector_index_refresh);
+        }
+        if reuse.variables_refresh != cfg.sample.variables_refresh {
+            reuse = reuse.with_variables_refresh(cfg.sample.variables_refresh);
         }
         let started = Instant::now();
         let probe_due =

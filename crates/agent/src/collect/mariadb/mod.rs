@@ -9,7 +9,10 @@ mod session;
 pub mod target;
 mod vector;
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use powerdiag_rules::{
     CollectorRun, ConnectAttempt, DbError, DbErrorKind, Gathered, MariadbFacts, MariadbSection,
@@ -38,9 +41,17 @@ pub struct MariadbOptions {
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
 /// handshake, authentication, a thread) than a whole sample's statements, and the `SHOW` form
 /// of the variables ~10× what `SELECT @@...` of the same names does (see `server.rs`).
+///
+/// The variables themselves are kept for `variables_refresh` on the same connection: they
+/// change only by `SET GLOBAL` (a restart drops the connection, and a new connection reads
+/// them again), while the status counters are read every sample. That leaves one statement
+/// per steady sample.
 #[derive(Debug, Clone, Default)]
 pub struct Reuse {
     kept: std::sync::Arc<std::sync::Mutex<Kept>>,
+    /// How long variables read on a kept connection are used before being read again; zero
+    /// reads them every sample.
+    pub variables_refresh: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -50,9 +61,27 @@ struct Kept {
     /// (the agent's deadline) drops it.
     session: Option<(Session, String)>,
     plan: Option<server::VarPlan>,
+    /// The last variables read and when; only used on the connection that read them.
+    variables: Option<(Instant, BTreeMap<String, String>)>,
 }
 
 impl Reuse {
+    /// Nothing kept yet; variables are reused for `variables_refresh`.
+    pub fn new(variables_refresh: Duration) -> Reuse {
+        Reuse {
+            kept: Default::default(),
+            variables_refresh,
+        }
+    }
+
+    /// The same kept state with another refresh (a reloaded configuration).
+    pub fn with_variables_refresh(&self, variables_refresh: Duration) -> Reuse {
+        Reuse {
+            kept: self.kept.clone(),
+            variables_refresh,
+        }
+    }
+
     fn take_session(&self) -> Option<(Session, String)> {
         self.kept.lock().ok()?.session.take()
     }
@@ -70,6 +99,19 @@ impl Reuse {
     fn set_plan(&self, plan: Option<server::VarPlan>) {
         if let Ok(mut k) = self.kept.lock() {
             k.plan = plan;
+        }
+    }
+
+    /// Variables read less than `variables_refresh` ago.
+    fn fresh_variables(&self) -> Option<BTreeMap<String, String>> {
+        let k = self.kept.lock().ok()?;
+        let (at, v) = k.variables.as_ref()?;
+        (at.elapsed() < self.variables_refresh).then(|| v.clone())
+    }
+
+    fn store_variables(&self, v: &BTreeMap<String, String>) {
+        if let Ok(mut k) = self.kept.lock() {
+            k.variables = Some((Instant::now(), v.clone()));
         }
     }
 }
@@ -141,7 +183,7 @@ pub async fn collect(
         let candidate = candidates.iter().find(|c| c.display() == target);
         if let (Some(candidate), true) = (candidate, s.alive()) {
             s.statements = 0;
-            let facts = server_facts(&mut s, candidate, local_hostname, reuse).await;
+            let facts = server_facts(&mut s, candidate, local_hostname, reuse, true).await;
             sent = s.statements;
             match facts {
                 Ok(facts) => {
@@ -208,7 +250,7 @@ pub async fn collect(
         failed(&mut out, started, error, sent, on_connected);
         return out;
     };
-    match server_facts(&mut s, candidate, local_hostname, reuse).await {
+    match server_facts(&mut s, candidate, local_hostname, reuse, false).await {
         Ok(facts) => {
             s.statements += sent;
             finish(
@@ -304,17 +346,31 @@ async fn server_facts(
     candidate: &Candidate,
     local_hostname: Option<&str>,
     reuse: Option<&Reuse>,
+    kept_connection: bool,
 ) -> Result<MariadbFacts, DbError> {
-    let planned = match reuse.and_then(Reuse::plan) {
-        Some(plan) => server::read_variables_planned(s, &plan).await?,
-        None => None,
+    let kept = match reuse {
+        Some(r) if kept_connection => r.fresh_variables(),
+        _ => None,
     };
-    let variables = match planned {
+    let variables = match kept {
         Some(v) => v,
         None => {
-            let v = server::read_variables(s).await?;
+            let planned = match reuse.and_then(Reuse::plan) {
+                Some(plan) => server::read_variables_planned(s, &plan).await?,
+                None => None,
+            };
+            let v = match planned {
+                Some(v) => v,
+                None => {
+                    let v = server::read_variables(s).await?;
+                    if let Some(reuse) = reuse {
+                        reuse.set_plan(server::VarPlan::learn(&v));
+                    }
+                    v
+                }
+            };
             if let Some(reuse) = reuse {
-                reuse.set_plan(server::VarPlan::learn(&v));
+                reuse.store_variables(&v);
             }
             v
         }
