@@ -31,7 +31,9 @@ Instance directory $POWERDIAG_IT_DIR/NAME (default /tmp/powerdiag-it/NAME):
 
 Environment: POWERDIAG_IT_DIR, POWERDIAG_IT_ROOT_PASSWORD (default powerdiag-it-root),
 POWERDIAG_CACHE_DIR (default /var/cache/powerdiag), POWERDIAG_IT_START_TIMEOUT (default 60 s),
-POWERDIAG_IT_USER (OS user mariadbd runs as when started by root; default mysql).
+POWERDIAG_IT_USER (OS user mariadbd runs as when started by root; default mysql),
+POWERDIAG_IT_MARIADB_PFS (performance_schema of an 11.8 instance: ON, the default, or OFF;
+10.11 instances always run with it OFF).
 EOF
 }
 
