@@ -373,6 +373,29 @@ fn survives_a_server_that_is_down_comes_back_and_hangs() {
     let recovered = back.elapsed();
     assert!(recovered <= Duration::from_secs(5), "took {recovered:?}");
 
+    // Restarted under a kept connection (whose sample reads status only, the variables being
+    // kept): the next sample finds the connection dead, reconnects, and reports the new
+    // server's counters, never the old variables without status.
+    let uptime = |a: &Agent| {
+        get(a.port, "/metrics").and_then(|(_, _, b)| {
+            (metric(&b, "powerdiag_mariadb_up") == Some(1.0))
+                .then(|| metric(&b, "powerdiag_mariadb_uptime_seconds"))
+                .flatten()
+        })
+    };
+    std::thread::sleep(Duration::from_secs(8)); // samples on the kept connection
+    let before = uptime(&agent).expect("uptime while up");
+    harness(&["stop", "hang"]);
+    harness(&["start", "hang", "10.11", &server.port.to_string()]);
+    let mut seen = Vec::new();
+    assert!(
+        eventually(Duration::from_secs(8), || {
+            seen.push(uptime(&agent));
+            seen.last().unwrap().is_some_and(|u| u < before)
+        }),
+        "after a restart the uptime (was {before}) never started again: {seen:?}"
+    );
+
     // Hung: samples time out, scrapes stay fast with the last values and a growing age, and
     // nothing piles up (one sample at a time, each bounded).
     let pid = server.pid();

@@ -352,6 +352,9 @@ async fn server_facts(
         Some(r) if kept_connection => r.fresh_variables(),
         _ => None,
     };
+    // With kept variables the status read is the sample's first statement: if it fails, the
+    // kept connection is what failed (a restarted server), and the caller reconnects.
+    let first_is_status = kept.is_some();
     let variables = match kept {
         Some(v) => v,
         None => {
@@ -418,6 +421,7 @@ async fn server_facts(
     }
     let status = match server::read_status(s).await {
         Ok(st) => st,
+        Err(e) if first_is_status => return Err(e),
         Err(e) => {
             notes.push(format!("global status unavailable: {}", e.message));
             Default::default()
