@@ -19,12 +19,14 @@
 #      counter and the server's Questions), the server's CPU per sample (the schedstat run time
 #      of mariadbd's threads with the agent sampling every second, minus an idle baseline of the
 #      same length), with the variables read one sample in four (the default ratio) and every
-#      sample;
+#      sample; then what each statement form for variables and status costs the server, sent
+#      once a second on one connection, against a `DO 1` sent the same way;
 #   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
 #      statements, one agent sample's collector time and statements.
 #
 # Environment: POWERDIAG_BENCH_PORT (33190), POWERDIAG_BENCH_SECONDS (60: each of the idle and
-# agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_TABLES
+# agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_FORM_SAMPLES
+# (20: statements of each form), POWERDIAG_BENCH_TABLES
 # (10000), POWERDIAG_BENCH_CRITERION=0 skips step 1.
 set -euo pipefail
 
@@ -34,6 +36,7 @@ cd "$ROOT"
 PORT=${POWERDIAG_BENCH_PORT:-33190}
 SECONDS_CPU=${POWERDIAG_BENCH_SECONDS:-60}
 SECONDS_SCRAPE=${POWERDIAG_BENCH_SCRAPE_SECONDS:-10}
+FORM_SAMPLES=${POWERDIAG_BENCH_FORM_SAMPLES:-20}
 TABLES=${POWERDIAG_BENCH_TABLES:-10000}
 step() { printf '\n==> %s\n' "$*" >&2; }
 say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
@@ -182,6 +185,41 @@ agent_server_cpu() { # LABEL VARIABLES_REFRESH
 # variables too; "4s" at a 1 s interval keeps that ratio. "0s" reads them every sample.
 agent_server_cpu "variables every 4th sample (the default ratio)" 4s
 agent_server_cpu "variables every sample (variables_refresh = 0)" 0s
+
+step "server CPU per statement form: one statement a second on one connection, ${FORM_SAMPLES} times each"
+# What each way of reading variables and status costs mariadbd, against a trivial statement sent
+# the same way (README: why the status read is the floor of an agent sample). Each statement is
+# followed by a marker SELECT so the reply is known to be complete; "DO 1" carries the same.
+names() { sed -n "/pub enum $1 {/,/^    }/p" "$ROOT/crates/rules/src/var.rs" | grep -o '=> "[a-z0-9_]*"' | cut -d'"' -f2; }
+in_list() { names "$1" | sed "s/.*/'&'/" | paste -sd, -; }
+at_list() { names Var | sed 's/^/@@global./' | paste -sd, -; }
+form_cost() { # SQL: prints mariadbd ns (all threads, minus idle) per statement
+    local t0 t1 line i
+    coproc FORM { sql --skip-ssl -B -n 2>&1; }
+    echo "SELECT 'ready';" >&"${FORM[1]}"
+    while read -r line <&"${FORM[0]}"; do [ "$line" = ready ] && break; done
+    t0=$(run_ns "$DB_PID")
+    for ((i = 0; i < FORM_SAMPLES; i++)); do
+        sleep 1
+        echo "$1; SELECT 'done';" >&"${FORM[1]}"
+        while read -r line <&"${FORM[0]}"; do [ "$line" = "done" ] && break; done
+    done
+    t1=$(run_ns "$DB_PID")
+    eval "exec ${FORM[1]}>&-"
+    wait "$FORM_PID" 2>/dev/null || true
+    echo $(((t1 - t0 - (in1 - in0) * FORM_SAMPLES / SECONDS_CPU) / FORM_SAMPLES))
+}
+base=$(form_cost "DO 1")
+say "statement form: DO 1 (with the marker): $((base / 1000)) µs of server CPU per statement, once a second"
+for form in \
+    "SHOW GLOBAL STATUS WHERE Variable_name IN ($(in_list StatusVar))" \
+    "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ($(in_list StatusVar))" \
+    "SHOW GLOBAL STATUS LIKE 'handler_read_last'" \
+    "SHOW GLOBAL VARIABLES WHERE Variable_name IN ($(in_list Var))" \
+    "SELECT $(at_list)"; do
+    c=$(form_cost "$form")
+    say "statement form: +$(((c - base) / 1000)) µs over DO 1: ${form:0:90}$([ ${#form} -gt 90 ] && echo ...)"
+done
 
 step "scale: $TABLES tables (tests/harness/many-tables.sh)"
 s=$(date +%s.%N)
