@@ -18,11 +18,11 @@
 //! ~570 status variables and, for each, resets a 12 KB row (`VARIABLE_VALUE` is
 //! `VARCHAR(4096)` in utf8mb3) before testing its name. A perf profile of mariadbd (cpu-clock,
 //! DWARF unwinding) puts 65-80% of a warm status read in `fill_status`, a third of it in that
-//! `memcpy`. Measured once a second on the 2-core VM, against a `DO 1` in the same place: the
-//! 15 names with `WHERE ... IN` cost ~0.6-0.7 ms of server CPU more, a single name with `LIKE`
-//! (which skips the row reset for names that cannot match) still ~0.45 ms. So one sample that
-//! reads any status counter costs the server ~0.8 ms here, and the counters are what the
-//! metrics and rules need every sample.
+//! `memcpy`. Measured once a second on the 2-core VM (`tests/bench.sh`), against a `DO 1` sent
+//! the same way: the 15 names with `WHERE ... IN` cost 0.70-0.75 ms of server CPU more, a
+//! single name with `LIKE` (which skips the row reset for names that cannot match) still
+//! 0.46-0.58 ms. So a sample that reads any status counter costs the server ~0.9 ms here, and
+//! the counters are what the metrics need every sample.
 
 use std::collections::BTreeMap;
 
