@@ -142,8 +142,8 @@ impl Verdict {
 
 /// Declares a rule type whose doc comment becomes its explanation.
 ///
-/// ```ignore
-/// declare_rule! {
+/// ```
+/// powerdiag_rules::declare_rule! {
 ///     /// ### What it does
 ///     /// ...
 ///     /// ### Why is this bad?
@@ -155,6 +155,9 @@ impl Verdict {
 ///         summary: "a vector index's graph does not fit mhnsw_max_cache_size",
 ///     }
 /// }
+///
+/// assert_eq!(MhnswCacheUndersized::META.code, "PD101");
+/// assert!(MhnswCacheUndersized::META.doc.contains("### Remediation"));
 /// ```
 #[macro_export]
 macro_rules! declare_rule {
