@@ -9,7 +9,7 @@ use mysql_async::prelude::Queryable;
 use serde_json::Value;
 
 use crate::{
-    agent::{eventually, get, metric, start_agent},
+    agent::{Agent, eventually, get, metric, start_agent},
     support::*,
 };
 
@@ -26,18 +26,13 @@ struct Counts {
 
 /// Runs tests/harness/many-tables.sh on the `scale` server.
 fn many_tables(args: &[&str]) {
-    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/harness/many-tables.sh");
-    let out = std::process::Command::new(script)
-        .arg("scale")
-        .args(args)
-        .output()
-        .expect("tests/harness/many-tables.sh");
-    assert!(
-        out.status.success(),
-        "many-tables.sh {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    harness_script("many-tables.sh", &[&["scale"], args].concat());
+}
+
+/// The statements of the agent's last sample, by its own counter.
+fn agent_statements(agent: &Agent) -> Option<f64> {
+    get(agent.port, "/metrics")
+        .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_sql_statements"))
 }
 
 fn counts(server: &Server) -> Counts {
@@ -80,7 +75,7 @@ fn counts(server: &Server) -> Counts {
         // The next sample starts 3 s after the first did: nothing else talks to this server.
         assert!(eventually(Duration::from_secs(10), || taken() != first_at));
         let q2 = questions().await;
-        let (_, _, body) = get(agent.port, "/metrics").unwrap();
+        let agent_steady_own = agent_statements(&agent).unwrap() as u64;
         drop(agent);
         drop(c);
         pool.disconnect().await.unwrap();
@@ -89,7 +84,7 @@ fn counts(server: &Server) -> Counts {
             doctor_probe,
             agent_first: q1 - q0 - own,
             agent_steady: q2 - q1 - own,
-            agent_steady_own: metric(&body, "powerdiag_sample_sql_statements").unwrap() as u64,
+            agent_steady_own,
         }
     })
 }
@@ -129,10 +124,7 @@ fn the_agent_reads_the_same_variables_as_doctor() {
             &url,
             "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"0s\"\n[probe]\nenabled = false\n",
         );
-        let statements = || {
-            get(agent.port, "/metrics")
-                .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_sql_statements"))
-        };
+        let statements = || agent_statements(&agent);
         // The first sample reads with SHOW (and sets the session up); a later one with @@
         // (every sample: variables_refresh = 0).
         assert!(
@@ -154,6 +146,18 @@ fn the_agent_reads_the_same_variables_as_doctor() {
     }
 }
 
+/// Runs one statement as root on a connection of its own; its first value, if any.
+fn root_query(server: &Server, sql: &str) -> Option<u64> {
+    block_on(async {
+        let pool = server.pool();
+        let mut c = pool.get_conn().await.unwrap();
+        let v = c.query_first(sql).await.unwrap();
+        drop(c);
+        pool.disconnect().await.unwrap();
+        v
+    })
+}
+
 /// Sets a global variable for the life of the guard, then puts the old value back.
 struct GlobalSet {
     server: Server,
@@ -163,37 +167,18 @@ struct GlobalSet {
 
 impl GlobalSet {
     fn new(server: Server, name: &'static str, value: impl Fn(u64) -> u64) -> GlobalSet {
-        let old = block_on(async {
-            let pool = server.pool();
-            let mut c = pool.get_conn().await.unwrap();
-            let old: u64 = c
-                .query_first(format!("SELECT @@global.{name}"))
-                .await
-                .unwrap()
-                .unwrap();
-            c.query_drop(format!("SET GLOBAL {name} = {}", value(old)))
-                .await
-                .unwrap();
-            drop(c);
-            pool.disconnect().await.unwrap();
-            old
-        });
+        let old = root_query(&server, &format!("SELECT @@global.{name}")).unwrap();
+        root_query(&server, &format!("SET GLOBAL {name} = {}", value(old)));
         GlobalSet { server, name, old }
     }
 }
 
 impl Drop for GlobalSet {
     fn drop(&mut self) {
-        let (name, old) = (self.name, self.old);
-        block_on(async {
-            let pool = self.server.pool();
-            let mut c = pool.get_conn().await.unwrap();
-            c.query_drop(format!("SET GLOBAL {name} = {old}"))
-                .await
-                .unwrap();
-            drop(c);
-            pool.disconnect().await.unwrap();
-        });
+        root_query(
+            &self.server,
+            &format!("SET GLOBAL {} = {}", self.name, self.old),
+        );
     }
 }
 
@@ -207,10 +192,7 @@ fn the_agent_reuses_variables_until_the_refresh() {
         &server.root_url(),
         "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"3s\"\n[probe]\nenabled = false\n",
     );
-    let statements = || {
-        get(agent.port, "/metrics")
-            .and_then(|(_, _, body)| metric(&body, "powerdiag_sample_sql_statements"))
-    };
+    let statements = || agent_statements(&agent);
     assert!(
         eventually(Duration::from_secs(10), || statements() == Some(1.0)),
         "no sample was the status read alone: {:?}",

@@ -204,14 +204,21 @@ pub(crate) fn hang_lock() -> std::sync::MutexGuard<'static, ()> {
 
 /// Runs tests/harness/mariadb.sh (the servers' own start/stop script).
 pub(crate) fn harness(args: &[&str]) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/mariadb.sh");
-    let out = Command::new(script)
+    harness_script("mariadb.sh", args);
+}
+
+/// Runs tests/harness/SCRIPT with `args`; it must succeed.
+pub(crate) fn harness_script(script: &str, args: &[&str]) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/harness")
+        .join(script);
+    let out = Command::new(&path)
         .args(args)
         .output()
-        .expect("tests/harness/mariadb.sh");
+        .unwrap_or_else(|e| panic!("tests/harness/{script}: {e}"));
     assert!(
         out.status.success(),
-        "mariadb.sh {args:?}: {}",
+        "{script} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -115,6 +115,13 @@ fn os(o: &mut String, s: &Snapshot) {
                 line += &format!(", {sk} socket(s) × {} cores × {t} threads", co / sk.max(1));
             }
             if let Some(smt) = &c.smt_control {
+                // The kernel's words for /sys/devices/system/cpu/smt/control, in English.
+                let smt = match smt.as_str() {
+                    "forceoff" => "forced off",
+                    "notsupported" => "not supported",
+                    "notimplemented" => "not implemented",
+                    other => other,
+                };
                 line += &format!(", SMT {smt}");
             }
             match (c.current_mhz.or(c.effective_mhz), c.nominal_mhz) {

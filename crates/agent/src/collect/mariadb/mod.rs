@@ -179,6 +179,7 @@ pub async fn collect(
     // wait_timeout), connect afresh below. Not after a timeout: a hung server would cost two
     // deadlines.
     let mut sent = 0;
+    let mut ready = None;
     if let Some((mut s, target)) = reuse.and_then(Reuse::take_session) {
         let candidate = candidates.iter().find(|c| c.display() == target);
         if let (Some(candidate), true) = (candidate, s.alive()) {
@@ -191,18 +192,7 @@ pub async fn collect(
                         target,
                         error: None,
                     });
-                    finish(
-                        &mut out,
-                        s,
-                        candidate,
-                        facts,
-                        opts,
-                        observer,
-                        started,
-                        on_connected,
-                    )
-                    .await;
-                    return out;
+                    ready = Some((s, candidate, facts));
                 }
                 Err(e) if e.kind == DbErrorKind::Timeout => {
                     out.section.attempts.push(ConnectAttempt {
@@ -219,20 +209,66 @@ pub async fn collect(
             }
         }
     }
+    let (s, candidate, facts) = match ready {
+        Some(ready) => ready,
+        None => {
+            let (mut s, candidate) =
+                match connect_first(candidates, opts.timeout, &mut out.section.attempts).await {
+                    Ok(connected) => connected,
+                    Err(error) => {
+                        out.section.target = candidates.last().map(Candidate::display);
+                        failed(&mut out, started, error, sent, on_connected);
+                        return out;
+                    }
+                };
+            match server_facts(&mut s, candidate, local_hostname, reuse, false).await {
+                Ok(facts) => {
+                    s.statements += sent;
+                    (s, candidate, facts)
+                }
+                Err(e) => {
+                    out.section.target = Some(candidate.display());
+                    out.section.reachable = true;
+                    failed(&mut out, started, e, s.statements + sent, on_connected);
+                    s.close().await;
+                    return out;
+                }
+            }
+        }
+    };
+    finish(
+        &mut out,
+        s,
+        candidate,
+        facts,
+        opts,
+        observer,
+        started,
+        on_connected,
+    )
+    .await;
+    out
+}
+
+/// Connects to the first candidate that answers, recording every attempt; when none does, the
+/// error that tells the user most.
+async fn connect_first<'a>(
+    candidates: &'a [Candidate],
+    timeout: Duration,
+    attempts: &mut Vec<ConnectAttempt>,
+) -> Result<(Session, &'a Candidate), DbError> {
     let mut errors: Vec<DbError> = Vec::new();
-    let mut connected = None;
     for c in candidates {
-        match Session::connect(c, opts.timeout).await {
+        match Session::connect(c, timeout).await {
             Ok(s) => {
-                out.section.attempts.push(ConnectAttempt {
+                attempts.push(ConnectAttempt {
                     target: c.display(),
                     error: None,
                 });
-                connected = Some((s, c));
-                break;
+                return Ok((s, c));
             }
             Err(e) => {
-                out.section.attempts.push(ConnectAttempt {
+                attempts.push(ConnectAttempt {
                     target: c.display(),
                     error: Some(e.message.clone()),
                 });
@@ -240,39 +276,11 @@ pub async fn collect(
             }
         }
     }
-    let Some((mut s, candidate)) = connected else {
-        out.section.target = candidates.last().map(Candidate::display);
-        let error = most_useful(errors).unwrap_or_else(|| DbError {
-            kind: DbErrorKind::Other,
-            message: "no MariaDB target to try".into(),
-            hint: "pass --mariadb.url or --mariadb.defaults-file".into(),
-        });
-        failed(&mut out, started, error, sent, on_connected);
-        return out;
-    };
-    match server_facts(&mut s, candidate, local_hostname, reuse, false).await {
-        Ok(facts) => {
-            s.statements += sent;
-            finish(
-                &mut out,
-                s,
-                candidate,
-                facts,
-                opts,
-                observer,
-                started,
-                on_connected,
-            )
-            .await;
-        }
-        Err(e) => {
-            out.section.target = Some(candidate.display());
-            out.section.reachable = true;
-            failed(&mut out, started, e, s.statements + sent, on_connected);
-            s.close().await;
-        }
-    }
-    out
+    Err(most_useful(errors).unwrap_or_else(|| DbError {
+        kind: DbErrorKind::Other,
+        message: "no MariaDB target to try".into(),
+        hint: "pass --mariadb.url or --mariadb.defaults-file".into(),
+    }))
 }
 
 /// A sample that ends with `error`: the failed run, the error, the statements sent, and the
