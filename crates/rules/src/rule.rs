@@ -92,9 +92,14 @@ impl RuleMeta {
 /// rules can use `?` on the snapshot's accessors; both arms are verdicts. Every tunable number
 /// is read through `limits` ([`Limits::get`] of one of the rule's declared thresholds), never
 /// from a bare constant, so configuration reaches it.
-pub trait Rule: Sync + fmt::Debug {
-    fn meta(&self) -> &'static RuleMeta;
+pub trait Rule: Sync + fmt::Debug + Declared {
     fn check(&self, snapshot: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict>;
+}
+
+/// The static half of a rule, implemented by [`declare_rule!`] (never by hand): its
+/// [`RuleMeta`].
+pub trait Declared {
+    fn meta(&self) -> &'static RuleMeta;
 }
 
 /// A rule's answer for one snapshot.
@@ -187,6 +192,12 @@ macro_rules! declare_rule {
                 doc: concat!($($doc, "\n",)*),
                 thresholds: &[$($($threshold),*)?],
             };
+        }
+
+        impl $crate::Declared for $Name {
+            fn meta(&self) -> &'static $crate::RuleMeta {
+                &Self::META
+            }
         }
     };
 }

@@ -420,3 +420,17 @@ pub fn aix_os() -> OsFacts {
         ),
     }
 }
+
+/// A rule's verdict on `snapshot` with the default limits: both arms of `check` are verdicts.
+pub fn verdict(rule: &dyn crate::Rule, snapshot: &Snapshot) -> crate::Verdict {
+    verdict_with(rule, snapshot, &crate::Limits::DEFAULT)
+}
+
+/// A rule's verdict on `snapshot` under `limits`.
+pub fn verdict_with(
+    rule: &dyn crate::Rule,
+    snapshot: &Snapshot,
+    limits: &crate::Limits,
+) -> crate::Verdict {
+    rule.check(snapshot, limits).unwrap_or_else(|v| v)
+}

@@ -1,5 +1,5 @@
 use crate::{
-    Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule,
+    Limits, Rule, Snapshot, Var, Verdict, declare_rule,
     value::{format_bytes, my_cnf_size, plural},
 };
 
@@ -61,10 +61,6 @@ pub(crate) fn suggested_limit(graph_bytes: u64) -> u64 {
 }
 
 impl Rule for MhnswCacheUndersized {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let indexes = db.vector_indexes()?;
@@ -147,12 +143,11 @@ impl Rule for MhnswCacheUndersized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Limits, Status, testing::*};
+    use crate::testing::verdict;
+    use crate::{Status, testing::*};
 
     fn check(s: &Snapshot) -> Verdict {
-        MhnswCacheUndersized
-            .check(s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&MhnswCacheUndersized, s)
     }
 
     #[test]

@@ -1,6 +1,5 @@
 use crate::{
-    Gathered, IndexProbe, Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Var, Verdict,
-    declare_rule,
+    Gathered, IndexProbe, Limits, Rule, Snapshot, Threshold, Unit, Var, Verdict, declare_rule,
     rules::pd101_mhnsw_cache_undersized::suggested_limit,
     value::{format_bytes, my_cnf_size, plural},
 };
@@ -136,10 +135,6 @@ fn ms(us: u64) -> String {
 }
 
 impl Rule for MhnswCacheThrashing {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let min_rebuilds = limits.count(&MIN_REBUILDS);
         let min_share = limits.get(&MIN_REBUILD_SHARE);
@@ -268,7 +263,8 @@ impl Rule for MhnswCacheThrashing {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::{Limits, Probe, ProbeQuery, Status, testing::*};
+    use crate::testing::verdict;
+    use crate::{Probe, ProbeQuery, Status, testing::*};
 
     fn q(latency_us: u64, rebuild: bool, rnd: u64, repeat: bool) -> ProbeQuery {
         ProbeQuery {
@@ -317,9 +313,7 @@ pub(crate) mod tests {
     }
 
     fn check(s: &Snapshot) -> Verdict {
-        MhnswCacheThrashing
-            .check(s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&MhnswCacheThrashing, s)
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use crate::{Gathered, Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule};
+use crate::{Gathered, Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -52,10 +52,6 @@ const MIN_STAGE_US: Threshold = Threshold {
 };
 
 impl Rule for ProfilerStallDominated {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let probe = match &db.probe {
@@ -135,6 +131,7 @@ impl Rule for ProfilerStallDominated {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Probe, ProfileStage, QueryProfile, Status, testing::*};
 
     fn stage(status: &str, duration_us: u64, cpu_user_us: u64) -> ProfileStage {
@@ -169,9 +166,7 @@ pub(crate) mod tests {
             .mariadb("11.8.6-MariaDB")
             .probe(p)
             .build();
-        ProfilerStallDominated
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&ProfilerStallDominated, &s)
     }
 
     #[test]
@@ -201,10 +196,7 @@ pub(crate) mod tests {
         assert_eq!(check(p).status, Status::InsufficientData);
         let s = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
         assert_eq!(
-            ProfilerStallDominated
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&ProfilerStallDominated, &s).status,
             Status::InsufficientData
         );
     }

@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Var, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -34,10 +34,6 @@ declare_rule! {
 const HARDWARE: [&str; 4] = ["crc32", "strict_crc32", "full_crc32", "strict_full_crc32"];
 
 impl Rule for InnodbChecksumSoftware {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let algo = s
             .db()?
@@ -62,6 +58,7 @@ impl Rule for InnodbChecksumSoftware {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
 
     fn check(value: Option<&str>) -> Verdict {
@@ -70,9 +67,7 @@ mod tests {
             Some(v) => b.var(Var::InnodbChecksumAlgorithm, v),
             None => b.without_var(Var::InnodbChecksumAlgorithm),
         };
-        InnodbChecksumSoftware
-            .check(&b.build(), &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&InnodbChecksumSoftware, &b.build())
     }
 
     #[test]
@@ -87,9 +82,7 @@ mod tests {
     #[test]
     fn unreachable_server_is_insufficient() {
         let s = SnapshotBuilder::new().build();
-        let v = InnodbChecksumSoftware
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&InnodbChecksumSoftware, &s);
         assert_eq!(v.status, Status::InsufficientData);
     }
 }

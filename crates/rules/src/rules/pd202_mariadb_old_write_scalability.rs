@@ -1,4 +1,4 @@
-use crate::{Flavour, Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule};
+use crate::{Flavour, Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -37,10 +37,6 @@ const MIN_THREADS: Threshold = Threshold {
 };
 
 impl Rule for MariadbOldWriteScalability {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let v = &db.version;
@@ -80,6 +76,7 @@ impl Rule for MariadbOldWriteScalability {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
 
     fn check(version: &str, threads: Option<u32>) -> Verdict {
@@ -87,9 +84,7 @@ mod tests {
             .mariadb(version)
             .host(|h| h.hardware_threads = threads)
             .build();
-        MariadbOldWriteScalability
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&MariadbOldWriteScalability, &s)
     }
 
     #[test]
@@ -112,10 +107,7 @@ mod tests {
             f.version = crate::ServerVersion::parse("5.7.44", "MySQL Community Server").unwrap();
         }
         assert_eq!(
-            MariadbOldWriteScalability
-                .check(&s2, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&MariadbOldWriteScalability, &s2).status,
             Status::NotApplicable
         );
         let remote = SnapshotBuilder::new()
@@ -123,9 +115,7 @@ mod tests {
             .host(|h| h.hardware_threads = Some(64))
             .remote_server()
             .build();
-        let v = MariadbOldWriteScalability
-            .check(&remote, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&MariadbOldWriteScalability, &remote);
         assert_eq!(v.status, Status::InsufficientData);
         assert!(v.summary.contains("another host"));
     }

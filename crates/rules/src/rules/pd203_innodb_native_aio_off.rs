@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Var, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -36,10 +36,6 @@ declare_rule! {
 }
 
 impl Rule for InnodbNativeAioOff {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let os = match db.var(Var::VersionCompileOs) {
@@ -75,6 +71,7 @@ impl Rule for InnodbNativeAioOff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
 
     fn check(os: &str, aio: &str) -> Verdict {
@@ -83,9 +80,7 @@ mod tests {
             .var(Var::VersionCompileOs, os)
             .var(Var::InnodbUseNativeAio, aio)
             .build();
-        InnodbNativeAioOff
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&InnodbNativeAioOff, &s)
     }
 
     #[test]
@@ -104,12 +99,6 @@ mod tests {
             .without_var(Var::VersionCompileOs)
             .var(Var::InnodbUseNativeAio, "OFF")
             .build();
-        assert_eq!(
-            InnodbNativeAioOff
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
-            Status::Fail
-        );
+        assert_eq!(verdict(&InnodbNativeAioOff, &s).status, Status::Fail);
     }
 }

@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Var, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Var, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -31,10 +31,6 @@ declare_rule! {
 }
 
 impl Rule for PerformanceSchemaOff {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let on = s.db()?.var_bool(Var::PerformanceSchema)?;
         let evidence = format!("performance_schema = {}", if on { "ON" } else { "OFF" });
@@ -52,6 +48,7 @@ impl Rule for PerformanceSchemaOff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
 
     #[test]
@@ -65,21 +62,11 @@ mod tests {
                 .mariadb("11.8.6-MariaDB")
                 .var(Var::PerformanceSchema, value)
                 .build();
-            assert_eq!(
-                PerformanceSchemaOff
-                    .check(&s, &Limits::DEFAULT)
-                    .unwrap_or_else(|v| v)
-                    .status,
-                status,
-                "{value}"
-            );
+            assert_eq!(verdict(&PerformanceSchemaOff, &s).status, status, "{value}");
         }
         let s = SnapshotBuilder::new().build();
         assert_eq!(
-            PerformanceSchemaOff
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&PerformanceSchemaOff, &s).status,
             Status::InsufficientData
         );
     }

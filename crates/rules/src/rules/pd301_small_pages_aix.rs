@@ -1,4 +1,4 @@
-use crate::{Limits, ProcessFacts, Rule, RuleMeta, Snapshot, Verdict, declare_rule, format_bytes};
+use crate::{Limits, ProcessFacts, Rule, Snapshot, Verdict, declare_rule, format_bytes};
 
 declare_rule! {
     /// ### What it does
@@ -48,10 +48,6 @@ declare_rule! {
 const SMALL: u64 = 4096;
 
 impl Rule for SmallPagesAix {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         s.require_os("aix")?;
         let p = s.process()?;
@@ -169,13 +165,12 @@ fn data_page_size(ldr_cntrl: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
 
     fn check(edit: impl FnOnce(&mut ProcessFacts)) -> Verdict {
         let s = SnapshotBuilder::new().aix().process(edit).build();
-        SmallPagesAix
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&SmallPagesAix, &s)
     }
 
     fn sizes(p: &mut ProcessFacts, size: Option<u64>) {
@@ -265,18 +260,14 @@ mod tests {
             .aix()
             .os(|o| o.process = Gathered::Unavailable("no mariadbd or mysqld process".into()))
             .build();
-        let v = SmallPagesAix
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&SmallPagesAix, &s);
         assert_eq!(v.status, Status::InsufficientData);
     }
 
     #[test]
     fn not_applicable_off_aix() {
         let s = SnapshotBuilder::new().build();
-        let v = SmallPagesAix
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&SmallPagesAix, &s);
         assert_eq!(v.status, Status::NotApplicable);
         assert!(v.summary.contains("applies to aix"), "{}", v.summary);
     }

@@ -1,6 +1,4 @@
-use crate::{
-    Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Var, Verdict, declare_rule, format_bytes,
-};
+use crate::{Limits, Rule, Snapshot, Threshold, Unit, Var, Verdict, declare_rule, format_bytes};
 
 declare_rule! {
     /// ### What it does
@@ -62,10 +60,6 @@ const MIN_HUGE_SHARE: Threshold = Threshold {
 };
 
 impl Rule for SmallPagesLinux {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         s.require_os("linux")?;
         let mem = s.memory()?;
@@ -147,13 +141,12 @@ impl Rule for SmallPagesLinux {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
 
     fn check(edit: impl FnOnce(&mut crate::OsFacts)) -> Verdict {
         let s = SnapshotBuilder::new().os(edit).build();
-        SmallPagesLinux
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&SmallPagesLinux, &s)
     }
 
     fn thp_never_big(o: &mut crate::OsFacts) {
@@ -230,13 +223,7 @@ mod tests {
     #[test]
     fn not_applicable_off_linux_insufficient_without_the_process() {
         let s = SnapshotBuilder::new().host(|h| h.os = "aix".into()).build();
-        assert_eq!(
-            SmallPagesLinux
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
-            Status::NotApplicable
-        );
+        assert_eq!(verdict(&SmallPagesLinux, &s).status, Status::NotApplicable);
         let v = check(|o| {
             o.process = Gathered::Unavailable("no mariadbd or mysqld process on this host".into())
         });

@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -45,10 +45,6 @@ const MIN_INSTRUCTIONS: Threshold = Threshold {
 };
 
 impl Rule for TlbMissRateHigh {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let c = s.counters()?;
         let value = |name: &str| -> Result<u64, Verdict> {
@@ -93,6 +89,7 @@ impl Rule for TlbMissRateHigh {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, PerfCounters, PerfEvent, Status, testing::SnapshotBuilder};
 
     fn check(instructions: Option<u64>, misses: Option<u64>) -> Verdict {
@@ -115,9 +112,7 @@ mod tests {
                 })
             })
             .build();
-        TlbMissRateHigh
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&TlbMissRateHigh, &s)
     }
 
     #[test]
@@ -141,9 +136,7 @@ mod tests {
             .os(|o| o.counters = Gathered::Unavailable("unavailable: not the live /proc".into()))
             .build();
         assert!(
-            TlbMissRateHigh
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
+            verdict(&TlbMissRateHigh, &s)
                 .summary
                 .contains("not the live /proc")
         );

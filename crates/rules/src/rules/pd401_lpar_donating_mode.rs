@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -28,10 +28,6 @@ declare_rule! {
 }
 
 impl Rule for LparDonatingMode {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.partition()?;
         let mode = describe(p);
@@ -71,15 +67,14 @@ pub(crate) fn describe(p: &crate::PartitionFacts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::*};
 
     fn check(p: crate::PartitionFacts) -> Verdict {
         let s = SnapshotBuilder::new()
             .os(|o| on_power_lpar(o, p, 84, 4))
             .build();
-        LparDonatingMode
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&LparDonatingMode, &s)
     }
 
     #[test]
@@ -97,10 +92,7 @@ mod tests {
         );
         let plain = SnapshotBuilder::new().build();
         assert_eq!(
-            LparDonatingMode
-                .check(&plain, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&LparDonatingMode, &plain).status,
             Status::NotApplicable
         );
         let unknown = SnapshotBuilder::new()
@@ -110,10 +102,7 @@ mod tests {
             })
             .build();
         assert_eq!(
-            LparDonatingMode
-                .check(&unknown, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&LparDonatingMode, &unknown).status,
             Status::InsufficientData
         );
     }

@@ -1,6 +1,5 @@
 use crate::{
-    Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule,
-    rules::pd401_lpar_donating_mode::describe,
+    Limits, Rule, Snapshot, Verdict, declare_rule, rules::pd401_lpar_donating_mode::describe,
 };
 
 declare_rule! {
@@ -36,10 +35,6 @@ declare_rule! {
 const BOOSTING: f64 = 1.02;
 
 impl Rule for LparDedicatedCappedLatency {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.partition()?;
         if p.shared || p.donating || !p.capped {
@@ -75,6 +70,7 @@ impl Rule for LparDedicatedCappedLatency {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::*};
 
     fn check(p: crate::PartitionFacts, effective: Option<f64>) -> Verdict {
@@ -86,9 +82,7 @@ mod tests {
                 }
             })
             .build();
-        LparDedicatedCappedLatency
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&LparDedicatedCappedLatency, &s)
     }
 
     #[test]

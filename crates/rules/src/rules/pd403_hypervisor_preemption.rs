@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
+use crate::{Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
 
 declare_rule! {
     /// ### What it does
@@ -69,10 +69,6 @@ const MAX_INVOLUNTARY: Threshold = Threshold {
 };
 
 impl Rule for HypervisorPreemption {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.cpu_time()?;
         let mut evidence = Vec::new();
@@ -144,6 +140,7 @@ impl Rule for HypervisorPreemption {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{CpuTime, Gathered, Status, testing::*};
 
     fn check(steal: f64, p: Option<crate::PartitionFacts>) -> Verdict {
@@ -159,9 +156,7 @@ mod tests {
                 }
             })
             .build();
-        HypervisorPreemption
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&HypervisorPreemption, &s)
     }
 
     #[test]
@@ -222,9 +217,7 @@ mod tests {
                 on_power_lpar(o, p, 96, 8);
             })
             .build();
-        let v = HypervisorPreemption
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&HypervisorPreemption, &s);
         assert_eq!(v.status, Status::Fail, "{v:?}");
         assert!(v.summary.contains("involuntary"), "{}", v.summary);
     }
@@ -241,18 +234,13 @@ mod tests {
             })
             .build();
         assert_eq!(
-            HypervisorPreemption
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&HypervisorPreemption, &s).status,
             Status::InsufficientData
         );
         let s = SnapshotBuilder::new()
             .os(|o| o.cpu_time = Gathered::Unavailable("/proc/stat: malformed".into()))
             .build();
-        let v = HypervisorPreemption
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&HypervisorPreemption, &s);
         assert!(v.summary.contains("malformed"));
     }
 }

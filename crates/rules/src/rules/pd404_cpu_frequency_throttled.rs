@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
+use crate::{Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
 
 declare_rule! {
     /// ### What it does
@@ -48,10 +48,6 @@ const MIN_BUSY: Threshold = Threshold {
 };
 
 impl Rule for CpuFrequencyThrottled {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.cpu()?;
         let nominal = cpu.nominal_mhz.ok_or_else(|| {
@@ -119,6 +115,7 @@ impl Rule for CpuFrequencyThrottled {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
 
     fn check(current: Option<f64>, busy: f64) -> Verdict {
@@ -131,9 +128,7 @@ mod tests {
                 }
             })
             .build();
-        CpuFrequencyThrottled
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&CpuFrequencyThrottled, &s)
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -26,10 +26,6 @@ declare_rule! {
 }
 
 impl Rule for SmtDisabled {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.require_power()?;
         let control = cpu.smt_control.as_deref();
@@ -59,15 +55,14 @@ impl Rule for SmtDisabled {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::*};
 
     fn check(threads: u32, smt: u32) -> Verdict {
         let s = SnapshotBuilder::new()
             .os(|o| o.cpu = Gathered::Available(power9_cpu(threads, smt)))
             .build();
-        SmtDisabled
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&SmtDisabled, &s)
     }
 
     #[test]
@@ -75,10 +70,7 @@ mod tests {
         assert_eq!(check(20, 1).status, Status::Fail);
         assert_eq!(check(96, 8).status, Status::Pass);
         assert_eq!(
-            SmtDisabled
-                .check(&SnapshotBuilder::new().build(), &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&SmtDisabled, &SnapshotBuilder::new().build()).status,
             Status::NotApplicable
         );
     }

@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -27,10 +27,6 @@ declare_rule! {
 }
 
 impl Rule for DscrDefault {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.require_power()?;
         let dscr = cpu
@@ -49,6 +45,7 @@ impl Rule for DscrDefault {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::*};
 
     #[test]
@@ -59,19 +56,13 @@ mod tests {
             let s = SnapshotBuilder::new()
                 .os(|o| o.cpu = Gathered::Available(c))
                 .build();
-            DscrDefault
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status
+            verdict(&DscrDefault, &s).status
         };
         assert_eq!(check(Some(0)), Status::Fail);
         assert_eq!(check(Some(1)), Status::Pass);
         assert_eq!(check(None), Status::InsufficientData);
         assert_eq!(
-            DscrDefault
-                .check(&SnapshotBuilder::new().build(), &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&DscrDefault, &SnapshotBuilder::new().build()).status,
             Status::NotApplicable
         );
     }

@@ -1,5 +1,5 @@
 use crate::{
-    Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule,
+    Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule,
     rules::pd401_lpar_donating_mode::describe,
 };
 
@@ -41,10 +41,6 @@ const MIN_PER_VCPU: Threshold = Threshold {
 };
 
 impl Rule for EntitlementLowPerVcpu {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.partition()?;
         if !p.shared {
@@ -79,15 +75,14 @@ impl Rule for EntitlementLowPerVcpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::*};
 
     fn check(p: crate::PartitionFacts) -> Verdict {
         let s = SnapshotBuilder::new()
             .os(|o| on_power_lpar(o, p, 96, 8))
             .build();
-        EntitlementLowPerVcpu
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&EntitlementLowPerVcpu, &s)
     }
 
     #[test]

@@ -1,6 +1,4 @@
-use crate::{
-    Limits, Rule, RuleMeta, Snapshot, Threshold, Unit, Verdict, declare_rule, format_bytes,
-};
+use crate::{Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, format_bytes};
 
 declare_rule! {
     /// ### What it does
@@ -40,10 +38,6 @@ const MAX_IMBALANCE: Threshold = Threshold {
 };
 
 impl Rule for NumaMemorylessNodes {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.topology()?;
         if t.numa_nodes.len() < 2 {
@@ -107,6 +101,7 @@ impl Rule for NumaMemorylessNodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, NumaNode, Status, testing::SnapshotBuilder};
 
     fn check(mem: &[u64]) -> Verdict {
@@ -127,9 +122,7 @@ mod tests {
                 }
             })
             .build();
-        NumaMemorylessNodes
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&NumaMemorylessNodes, &s)
     }
 
     #[test]
@@ -144,10 +137,7 @@ mod tests {
             .os(|o| o.topology = Gathered::Unavailable("node0/meminfo: no MemTotal".into()))
             .build();
         assert_eq!(
-            NumaMemorylessNodes
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&NumaMemorylessNodes, &s).status,
             Status::InsufficientData
         );
     }

@@ -1,5 +1,5 @@
 use crate::{
-    Gathered, Limits, Rule, RuleMeta, Snapshot, StatusVar, Var, Verdict, declare_rule, format_bytes,
+    Gathered, Limits, Rule, Snapshot, StatusVar, Var, Verdict, declare_rule, format_bytes,
 };
 
 declare_rule! {
@@ -31,10 +31,6 @@ declare_rule! {
 }
 
 impl Rule for WorkingSetExceedsL3 {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.topology()?;
         let l3 = t.l3_total_bytes.ok_or_else(|| {
@@ -86,6 +82,7 @@ impl Rule for WorkingSetExceedsL3 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Status, testing::*};
 
     #[test]
@@ -94,9 +91,7 @@ mod tests {
             .mariadb("11.8.6-MariaDB")
             .vector_index(big_vector_index())
             .build();
-        let v = WorkingSetExceedsL3
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v);
+        let v = verdict(&WorkingSetExceedsL3, &s);
         assert_eq!(v.status, Status::Fail, "{v:?}");
         assert!(v.summary.contains("app.docs"));
     }
@@ -108,35 +103,20 @@ mod tests {
             .status(StatusVar::InnodbBufferPoolPagesTotal, "8192")
             .status(StatusVar::InnodbBufferPoolPagesFree, "8000")
             .build();
-        assert_eq!(
-            WorkingSetExceedsL3
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
-            Status::Pass
-        );
+        assert_eq!(verdict(&WorkingSetExceedsL3, &s).status, Status::Pass);
         let s = SnapshotBuilder::new()
             .mariadb("10.11.14-MariaDB")
             .status(StatusVar::InnodbBufferPoolPagesTotal, "65536")
             .status(StatusVar::InnodbBufferPoolPagesFree, "0")
             .build();
-        assert_eq!(
-            WorkingSetExceedsL3
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
-            Status::Fail
-        );
+        assert_eq!(verdict(&WorkingSetExceedsL3, &s).status, Status::Fail);
     }
 
     #[test]
     fn insufficient() {
         let s = SnapshotBuilder::new().mariadb("10.11.14-MariaDB").build();
         assert_eq!(
-            WorkingSetExceedsL3
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&WorkingSetExceedsL3, &s).status,
             Status::InsufficientData
         );
         let s = SnapshotBuilder::new()
@@ -145,10 +125,7 @@ mod tests {
             .remote_server()
             .build();
         assert_eq!(
-            WorkingSetExceedsL3
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
+            verdict(&WorkingSetExceedsL3, &s).status,
             Status::InsufficientData
         );
     }

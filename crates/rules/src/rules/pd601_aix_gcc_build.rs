@@ -1,4 +1,4 @@
-use crate::{Compiler, Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Compiler, Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -33,10 +33,6 @@ declare_rule! {
 }
 
 impl Rule for AixGccBuild {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         s.require_os("aix")?;
         let p = s.process()?;
@@ -68,13 +64,12 @@ impl Rule for AixGccBuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, ProcessFacts, Status, testing::SnapshotBuilder};
 
     fn check(edit: impl FnOnce(&mut ProcessFacts)) -> Verdict {
         let s = SnapshotBuilder::new().aix().process(edit).build();
-        AixGccBuild
-            .check(&s, &Limits::DEFAULT)
-            .unwrap_or_else(|v| v)
+        verdict(&AixGccBuild, &s)
     }
 
     #[test]
@@ -118,13 +113,7 @@ mod tests {
             .aix()
             .os(|o| o.process = Gathered::Unavailable("no mariadbd or mysqld process".into()))
             .build();
-        assert_eq!(
-            AixGccBuild
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
-            Status::InsufficientData
-        );
+        assert_eq!(verdict(&AixGccBuild, &s).status, Status::InsufficientData);
     }
 
     #[test]
@@ -133,12 +122,6 @@ mod tests {
         let s = SnapshotBuilder::new()
             .process(|p| p.compiler = Some(Compiler::Gcc))
             .build();
-        assert_eq!(
-            AixGccBuild
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status,
-            Status::NotApplicable
-        );
+        assert_eq!(verdict(&AixGccBuild, &s).status, Status::NotApplicable);
     }
 }

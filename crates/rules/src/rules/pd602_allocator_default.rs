@@ -1,4 +1,4 @@
-use crate::{Allocator, Limits, Rule, RuleMeta, Snapshot, Verdict, declare_rule};
+use crate::{Allocator, Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -38,10 +38,6 @@ declare_rule! {
 }
 
 impl Rule for AllocatorDefault {
-    fn meta(&self) -> &'static RuleMeta {
-        &Self::META
-    }
-
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.process()?;
         let alloc = p.allocator.ok_or_else(|| {
@@ -76,6 +72,7 @@ fn serde_name(a: Allocator) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
 
     #[test]
@@ -88,10 +85,7 @@ mod tests {
                     }
                 })
                 .build();
-            AllocatorDefault
-                .check(&s, &Limits::DEFAULT)
-                .unwrap_or_else(|v| v)
-                .status
+            verdict(&AllocatorDefault, &s).status
         };
         assert_eq!(check(Some(Allocator::Libc)), Status::Fail);
         assert_eq!(check(Some(Allocator::Jemalloc)), Status::Pass);
