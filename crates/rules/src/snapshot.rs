@@ -316,8 +316,13 @@ impl VectorIndex {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Probe {
     pub indexes: Vec<IndexProbe>,
-    /// `SHOW PROFILE ALL` of one probe query.
+    /// `SHOW PROFILE ALL` of the first profiled probe query.
     pub profile: Option<Gathered<QueryProfile>>,
+    /// The further profiled probe queries (other query vectors, same index), so a stall share
+    /// is judged over several queries and not on one noisy sample. Empty in snapshots of
+    /// powerdiag 0.1 before this field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_profiles: Vec<QueryProfile>,
 }
 
 /// The k-NN queries run against one vector index.

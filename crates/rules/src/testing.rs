@@ -277,6 +277,7 @@ pub fn linux_os() -> OsFacts {
             basis: "window 1.00 s".into(),
             steal_share: Some(0.0),
             busy_share: Some(0.7),
+            ..Default::default()
         }),
         partition: Gathered::Available(None),
         counters: Gathered::Available(PerfCounters {
@@ -413,6 +414,7 @@ pub fn aix_os() -> OsFacts {
             basis: "window 1.00 s".into(),
             steal_share: None,
             busy_share: Some(0.73),
+            ..Default::default()
         }),
         partition: Gathered::Available(Some(partition)),
         counters: Gathered::Unavailable(
