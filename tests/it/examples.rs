@@ -31,6 +31,7 @@ fn index() -> VectorIndex {
         hidden_table_bytes: Some(11053 * 16384),
         cache_overflows: None,
         cache_memory_bytes: None,
+        size_source: None,
     }
 }
 

@@ -300,6 +300,12 @@ pub struct VectorIndex {
     pub hidden_table: Option<String>,
     /// On-disk size of the hidden table's clustered index, bytes.
     pub hidden_table_bytes: Option<u64>,
+    /// Where `rows` and `hidden_table_bytes` came from when InnoDB's in-memory statistics were
+    /// not loaded (a table evicted from the dictionary cache reads `NUM_ROWS = 0` and
+    /// `CLUST_INDEX_SIZE = 0`): the persistent statistics and their age, the file allocation,
+    /// or why the size is unknown. `None` when the live statistics were used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_source: Option<String>,
     /// `INFORMATION_SCHEMA.VECTOR_INDEXES.CACHE_OVERFLOWS`, where the server has it.
     pub cache_overflows: Option<u64>,
     /// `INFORMATION_SCHEMA.VECTOR_INDEXES.MEMORY_SIZE`: the cache's current size.

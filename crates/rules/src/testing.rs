@@ -207,6 +207,7 @@ pub fn big_vector_index() -> VectorIndex {
         hidden_table_bytes: Some(2276 * 16384),
         cache_overflows: None,
         cache_memory_bytes: None,
+        size_source: None,
     }
 }
 
