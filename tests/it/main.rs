@@ -10,6 +10,7 @@ mod agent;
 mod cli;
 mod deploy;
 mod errors;
+mod evicted_stats;
 mod examples;
 mod linux_fixtures;
 mod live_host;

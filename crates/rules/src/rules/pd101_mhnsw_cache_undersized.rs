@@ -91,6 +91,9 @@ impl Rule for MhnswCacheUndersized {
                     if let Some(src) = &idx.size_source {
                         evidence.push(format!("{}: {src}", idx.qualified_name()));
                     }
+                    if let Some(src) = idx.rows_source.as_deref().filter(|s| s.contains("stale")) {
+                        evidence.push(format!("{}: rows from {src}", idx.qualified_name()));
+                    }
                     if est.bytes > limit {
                         too_big.push((idx, est.bytes));
                     }
@@ -248,7 +251,9 @@ mod tests {
         assert_eq!(v.status, Status::InsufficientData, "{v:?}");
         assert!(v.summary.contains("app.docs (e)"), "{}", v.summary);
         assert!(
-            v.evidence.iter().any(|e| e.contains("statistics not loaded")),
+            v.evidence
+                .iter()
+                .any(|e| e.contains("statistics not loaded")),
             "{v:?}"
         );
     }

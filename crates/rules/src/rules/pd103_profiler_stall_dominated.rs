@@ -1,4 +1,6 @@
-use crate::{Gathered, Limits, QueryProfile, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule};
+use crate::{
+    Gathered, Limits, QueryProfile, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule,
+};
 
 declare_rule! {
     /// ### What it does

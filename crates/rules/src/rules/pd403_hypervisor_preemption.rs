@@ -285,7 +285,11 @@ mod tests {
                 && e.contains("judged on the since-boot average")),
             "{b:?}"
         );
-        assert!(b.evidence.iter().any(|e| e.contains("0.4% of CPU time (since boot)")));
+        assert!(
+            b.evidence
+                .iter()
+                .any(|e| e.contains("0.4% of CPU time (since boot)"))
+        );
         // Without a since-boot share there is nothing to judge.
         let c = windowed(0.077, 195, None);
         assert_eq!(c.status, Status::InsufficientData, "{c:?}");

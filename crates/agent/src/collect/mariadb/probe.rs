@@ -378,7 +378,10 @@ async fn profile(
             let mut all = all.into_iter();
             match all.next() {
                 Some(first) => (Gathered::Available(first), all.collect()),
-                None => (Gathered::Unavailable("no profiled query".into()), Vec::new()),
+                None => (
+                    Gathered::Unavailable("no profiled query".into()),
+                    Vec::new(),
+                ),
             }
         }
         Err(e) => (Gathered::Unavailable(e.message), Vec::new()),
