@@ -18,5 +18,6 @@ mod mariadb1011;
 mod no_database;
 mod prometheus;
 mod scale;
+mod stability;
 mod support;
 mod vector;
