@@ -115,8 +115,10 @@ fn topology(cores: u32, nodes: u32) -> Topology {
                 cpus: cores * 4 / nodes,
                 memory_total_bytes: 128 << 30,
                 memory_free_bytes: None,
+                unread: None,
             })
             .collect(),
+        numa_unread: None,
     }
 }
 
