@@ -18,7 +18,22 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 cd "$ROOT"
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step prints its start and, when the next one starts (or the script ends), its elapsed time:
+# CI's limit is 90 minutes; the whole run should stay under ~40 on a 2-core machine.
+RUN_T0=$SECONDS
+STEP_NAME="" STEP_T0=$SECONDS
+step_end() {
+    if [ -n "$STEP_NAME" ]; then
+        printf '==> %s: %d s (total %d s)\n' "$STEP_NAME" $((SECONDS - STEP_T0)) $((SECONDS - RUN_T0)) >&2
+    fi
+    STEP_NAME=""
+}
+step() {
+    step_end
+    STEP_NAME=$* STEP_T0=$SECONDS
+    printf '\n==> %s\n' "$*" >&2
+}
+fail() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 
 step "set-up (tests/harness/setup.sh)"
 "$HERE/harness/setup.sh"
@@ -46,6 +61,22 @@ step "build"
 cargo build --workspace --all-targets --locked
 
 base=${POWERDIAG_IT_PORT_BASE:-33100}
+if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; then
+    fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
+fi
+# name:offset of every test server; checked before anything starts so a busy port is one clear error.
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17)
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+busy=()
+for sp in "${SERVER_PORTS[@]}"; do
+    port=$((base + ${sp#*:}))
+    # A left-over instance of our own (same name, same port) is reused by mariadb.sh start.
+    if port_in_use "$port" && ! "$HERE/harness/mariadb.sh" status "${sp%%:*}" 2>/dev/null | grep -q "port=$port "; then
+        busy+=("$port (${sp%%:*})")
+    fi
+done
+[ "${#busy[@]}" -eq 0 ] ||
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+10..N+19; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
@@ -53,29 +84,39 @@ SERVERS=(m118 m1011 hang scale evict)
 cleanup() {
     local rc=$?
     step "stopping test servers"
+    trap - EXIT
     for s in "${SERVERS[@]}"; do "$HERE/harness/mariadb.sh" stop "$s" || true; done
     if [ "${POWERDIAG_IT_KEEP:-0}" = 1 ]; then
         echo "kept $POWERDIAG_IT_DIR" >&2
     else
         rm -rf "$POWERDIAG_IT_DIR"
     fi
+    step_end
+    printf '==> run.sh: %s after %d s\n' "$([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)")" $((SECONDS - RUN_T0)) >&2
     exit "$rc"
 }
 trap cleanup EXIT INT TERM
 
 step "starting MariaDB 11.8 (three) and 10.11 (two) under $POWERDIAG_IT_DIR"
-"$HERE/harness/mariadb.sh" start m118 11.8 $((base + 18)) &
-p1=$!
-"$HERE/harness/mariadb.sh" start m1011 10.11 $((base + 10)) &
-p2=$!
-"$HERE/harness/mariadb.sh" start hang 10.11 $((base + 11)) &
-p3=$!
-"$HERE/harness/mariadb.sh" start scale 11.8 $((base + 19)) &
-p4=$!
+start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
+    "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
+    START_PIDS+=("$!:$1")
+}
+START_PIDS=()
+start_server m118 11.8 18
+start_server m1011 10.11 10
+start_server hang 10.11 11
+start_server scale 11.8 19
 # evict: restarted by tests/it/evicted_stats.rs, whose undersized vector cache must survive that.
-POWERDIAG_IT_MARIADB_OPTIONS=mhnsw_max_cache_size=1M "$HERE/harness/mariadb.sh" start evict 11.8 $((base + 17)) &
-p5=$!
-wait "$p1" && wait "$p2" && wait "$p3" && wait "$p4" && wait "$p5"
+POWERDIAG_IT_MARIADB_OPTIONS=mhnsw_max_cache_size=1M start_server evict 11.8 17
+# Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
+# and stop at once, with the server's own error, if any failed.
+failed=()
+for pn in "${START_PIDS[@]}"; do
+    if ! wait "${pn%%:*}"; then failed+=("${pn#*:}"); fi
+done
+for s in "${SERVERS[@]}"; do cat "$POWERDIAG_IT_DIR/$s.start.log" >&2; done
+[ "${#failed[@]}" -eq 0 ] || fail "test server(s) failed to start: ${failed[*]} (their errors are above); not running the tests"
 for s in "${SERVERS[@]}"; do
     eval "$("$HERE/harness/mariadb.sh" env "$s")"
 done

@@ -10,9 +10,9 @@
 #   POWERDIAG_RUSTUP_INIT_URL  rustup installer (default: the official one); only used when cargo is missing
 #
 # Steps:
-#   1. apt: build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client
+#   1. apt: the packages in packages.txt: build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client
 #      prometheus, prometheus-alertmanager (amtool), systemd (systemd-analyze), shellcheck
-#      (tests/it/deploy.rs checks deploy/ with them), and the ppc64le and arm64 cross C compilers (ring, in the TLS stack, compiles C
+#      (tests/it/deploy.rs checks deploy/ with them), and the ppc64le and arm64 cross C compilers with their C libraries (ring, in the TLS stack, compiles C
 #      in the cross checks), with a temporary /usr/sbin/policy-rc.d (exit 101) so no service starts.
 #   2. Stops and disables the system mariadb, prometheus and prometheus-alertmanager services (tests need port 3306 and
 #      /run/mysqld/mysqld.sock free).
@@ -31,8 +31,9 @@ ensure_root "${BASH_SOURCE[0]}" "$@"
 [ $# -eq 0 ] || die "setup.sh takes no arguments (got: $*)"
 export DEBIAN_FRONTEND=noninteractive
 
-PACKAGES=(build-essential pkg-config ca-certificates curl debootstrap mariadb-server mariadb-client prometheus
-    prometheus-alertmanager systemd shellcheck gcc-powerpc64le-linux-gnu gcc-aarch64-linux-gnu)
+# The package list lives in packages.txt (shared with verify-setup.sh, which proves it suffices).
+mapfile -t PACKAGES < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE/packages.txt")
+[ "${#PACKAGES[@]}" -gt 0 ] || die "no packages in $HERE/packages.txt"
 SYSTEM_SERVICES=(mariadb prometheus prometheus-alertmanager)
 POLICY=/usr/sbin/policy-rc.d
 POLICY_SAVED=/usr/sbin/policy-rc.d.powerdiag-saved
