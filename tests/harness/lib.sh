@@ -109,3 +109,39 @@ EOF
     mv -T "$tmp" "$TRIXIE_BASE" 2>/dev/null || rm -rf "$tmp"
     rm -rf "$TRIXIE_BASE.old"
 }
+
+# First http(s) URI of an enabled apt source whose suite is a plain release name (not -security).
+debian_mirror() {
+    local uri="" f
+    if [ -n "${POWERDIAG_DEBIAN_MIRROR:-}" ]; then
+        printf '%s\n' "$POWERDIAG_DEBIAN_MIRROR"
+        return 0
+    fi
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        uri=$(awk '
+            function flush() {
+                if (uris ~ /^https?:\/\// && enabled && plain) { print uris; uris = ""; exit }
+                uris = ""; enabled = 1; plain = 0
+            }
+            BEGIN { enabled = 1 }
+            /^[[:space:]]*$/ { flush(); next }
+            /^[[:space:]]*#/ { next }
+            tolower($1) == "uris:" { uris = $2 }
+            tolower($1) == "enabled:" && tolower($2) == "no" { enabled = 0 }
+            tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i !~ /[-\/]/) plain = 1 }
+            END { flush() }' "$f")
+        [ -z "$uri" ] || break
+    done
+    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+        uri=$(awk '
+            $1 == "deb" {
+                i = 2
+                if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+                if ($i ~ /^https?:\/\// && $(i + 1) !~ /[-\/]/) { print $i; exit }
+            }' /etc/apt/sources.list)
+    fi
+    [ -n "$uri" ] ||
+        die "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list; set POWERDIAG_DEBIAN_MIRROR"
+    printf '%s\n' "${uri%/}"
+}

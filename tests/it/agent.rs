@@ -620,3 +620,62 @@ fn tls_and_basic_auth() {
     );
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
 }
+
+/// The keys of one logfmt line (`key=value` or `key="quoted value"`), in order.
+fn logfmt_keys(line: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let (mut in_quotes, mut escaped, mut at_key, mut key) = (false, false, true, String::new());
+    for c in line.chars() {
+        if in_quotes {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_quotes = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_quotes = true;
+        } else if c == ' ' {
+            at_key = true;
+            key.clear();
+        } else if at_key && c == '=' {
+            keys.push(std::mem::take(&mut key));
+            at_key = false;
+        } else if at_key {
+            key.push(c);
+        }
+    }
+    keys
+}
+
+#[test]
+fn logfmt_lines_never_repeat_a_key() {
+    // Nothing listens on this port: the sampler logs "MariaDB unavailable" with the target it
+    // tried, a field that once repeated the event's own `target=` (its Rust module).
+    let closed = free_port();
+    let url = format!("mysql://powerdiag@127.0.0.1:{closed}");
+    let mut agent = start_agent(&url, FAST);
+    let down = |a: &Agent| {
+        get(a.port, "/metrics").and_then(|(_, _, b)| metric(&b, "powerdiag_mariadb_up"))
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || down(&agent) == Some(0.0)),
+        "a first sample with the server down"
+    );
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(agent.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("MariaDB unavailable") && stderr.contains(&format!("127.0.0.1:{closed}")),
+        "the unavailable server is logged with its address:\n{stderr}"
+    );
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        let keys = logfmt_keys(line);
+        assert!(keys.contains(&"level".to_owned()), "not logfmt: {line}");
+        let mut seen = std::collections::HashSet::new();
+        for k in &keys {
+            assert!(seen.insert(k), "key '{k}' repeated in: {line}");
+        }
+    }
+}

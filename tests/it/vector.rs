@@ -203,8 +203,8 @@ fn undersized_cache_thrashes_and_the_fix_works() {
     let m = doctor_json(&mon, &[]);
     assert_eq!(m.code, 2, "{}", m.stdout);
     assert_eq!(
-        verdicts(&m.json()),
-        verdicts(&j),
+        privilege_verdicts(&m.json()),
+        privilege_verdicts(&j),
         "least-privilege verdicts differ from root's"
     );
 
@@ -262,8 +262,8 @@ fn undersized_cache_thrashes_and_the_fix_works() {
     assert_eq!(r.code, 0);
     let m = doctor_json(&mon, &[]);
     assert_eq!(
-        verdicts(&m.json()),
-        verdicts(&fixed),
+        privilege_verdicts(&m.json()),
+        privilege_verdicts(&fixed),
         "least-privilege verdicts differ after the fix"
     );
 
@@ -287,4 +287,20 @@ fn undersized_cache_thrashes_and_the_fix_works() {
         drop(c);
         pool.disconnect().await.unwrap();
     });
+}
+
+/// Checks whose verdict is a measurement of the moment, not a fact the account can or cannot see:
+/// PD103 (the share of stalled samples in the probe's profile), PD303 (TLB miss rate), PD403
+/// (hypervisor steal share) and PD404 (CPU frequency ratio) move with the machine's load between
+/// two probe runs, so root's run and the least-privilege user's run may legitimately disagree on
+/// them (PD103 did, under load). What must be equal is every verdict that depends on what the
+/// account is allowed to read: the configuration, the status counters and the vector indexes.
+const LOAD_DEPENDENT: &[&str] = &["PD103", "PD303", "PD403", "PD404"];
+
+/// `verdicts` without the load-dependent checks, for comparing two separate probe runs.
+fn privilege_verdicts(report: &Value) -> Vec<(String, String)> {
+    let mut v = verdicts(report);
+    v.retain(|(code, _)| !LOAD_DEPENDENT.contains(&code.as_str()));
+    assert!(!v.is_empty(), "no checks left to compare in {report:#}");
+    v
 }

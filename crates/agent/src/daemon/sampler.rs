@@ -118,7 +118,7 @@ pub async fn run(
                     "sample"
                 );
                 if let Some(e) = &snapshot.mariadb.error {
-                    tracing::warn!(target = snapshot.mariadb.target.as_deref().unwrap_or("?"), error = %e.message, "MariaDB unavailable");
+                    tracing::warn!(mariadb = snapshot.mariadb.target.as_deref().unwrap_or("?"), error = %e.message, "MariaDB unavailable");
                 }
                 let encoded_text = metrics::to_prometheus_text(&encoded);
                 let sample = Sample {
