@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every powerdiag test, doing all set-up on a fresh Debian 12 machine:
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
+#      then tests/harness/verify-setup.sh proves its package list suffices on a clean Debian 12
+#      root (cached per list), so a package missing from it fails here and not on a new machine;
 #   2. cargo fmt --check, clippy -D warnings, cargo check for ppc64le and arm64, and the AIX
 #      compile check of perfstat-sys (crates/perfstat-sys/ci-check.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
@@ -37,6 +39,9 @@ fail() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 
 step "set-up (tests/harness/setup.sh)"
 "$HERE/harness/setup.sh"
+
+step "set-up check: packages.txt on a clean Debian 12 root (tests/harness/verify-setup.sh)"
+"$HERE/harness/verify-setup.sh"
 # rustup puts cargo in ~/.cargo/bin; a fresh login shell may not have it on PATH yet.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then
