@@ -186,3 +186,32 @@ fn thresholds_are_documented_and_configurable() {
         bad.stderr
     );
 }
+
+#[test]
+fn version_names_revision_build_date_and_target() {
+    let r = run(powerdiag().arg("--version"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line = r.stdout.trim();
+    let rest = line
+        .strip_prefix(&format!(
+            "powerdiag {} (revision ",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .unwrap_or_else(|| panic!("no version first: {line}"));
+    let (rev, rest) = rest.split_once(", built ").expect("build date");
+    assert!(
+        rev == "unknown" || (rev.len() == 12 && rev.chars().all(|c| c.is_ascii_hexdigit())),
+        "revision: {line}"
+    );
+    let (date, target) = rest.split_once(", target ").expect("target");
+    let d: Vec<&str> = date.split('-').collect();
+    assert!(
+        d.len() == 3 && d.iter().all(|p| p.parse::<u32>().is_ok()) && d[0].len() == 4,
+        "date YYYY-MM-DD: {line}"
+    );
+    let target = target.strip_suffix(')').expect("closing parenthesis");
+    assert!(
+        target.starts_with(std::env::consts::ARCH) && target.contains(std::env::consts::OS),
+        "the target of this build: {line}"
+    );
+}

@@ -2,12 +2,24 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `powerdiag --version`: version, git revision, build date and target (from build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("POWERDIAG_GIT_REVISION"),
+    ", built ",
+    env!("POWERDIAG_BUILD_DATE"),
+    ", target ",
+    env!("POWERDIAG_TARGET"),
+    ")"
+);
+
 /// Performance diagnostics for MariaDB hosts: finds the known reasons why the same database is
 /// N× slower on one machine than on another.
 #[derive(Debug, Parser)]
 #[command(
     name = "powerdiag",
-    version,
+    version = VERSION,
     propagate_version = true,
     max_term_width = 100
 )]
