@@ -38,10 +38,10 @@ fn main() {
         watch.push(r);
     }
     for w in watch {
-        if let Some(p) = git(&["rev-parse", "--git-path", &w]) {
-            if std::path::Path::new(&p).exists() {
-                println!("cargo:rerun-if-changed={p}");
-            }
+        if let Some(p) = git(&["rev-parse", "--git-path", &w])
+            && std::path::Path::new(&p).exists()
+        {
+            println!("cargo:rerun-if-changed={p}");
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
