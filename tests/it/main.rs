@@ -8,6 +8,7 @@
 
 mod agent;
 mod cli;
+mod collect_output;
 mod deploy;
 mod diff_agents;
 mod errors;
