@@ -3,8 +3,9 @@
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
 #      then tests/harness/verify-setup.sh proves its package list suffices on a clean Debian 12
 #      root (cached per list), so a package missing from it fails here and not on a new machine;
-#   2. cargo fmt --check, clippy -D warnings, cargo check for ppc64le and arm64, and the AIX
-#      compile check of perfstat-sys (crates/perfstat-sys/ci-check.sh);
+#   2. cargo fmt --check, clippy -D warnings, cargo deny (bans, licences, sources; advisories
+#      when GitHub is reachable), cargo check for ppc64le and arm64, and the AIX compile check
+#      of perfstat-sys (crates/perfstat-sys/ci-check.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
 #      (hang) and a second 11.8 for the 10,000-table statement count (scale) on loopback ports
 #      under a temporary directory;
@@ -55,6 +56,18 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo deny: duplicate versions, licences, sources (deny.toml)"
+# Installed once (a few minutes of CPU); --locked builds it with its own tested lock file.
+command -v cargo-deny >/dev/null 2>&1 || cargo install --locked cargo-deny
+cargo deny --locked check bans licenses sources
+# The advisory database is cloned from GitHub. Without network that fetch fails, which says
+# nothing about our dependencies: reported, not failed. Once fetched, an advisory fails the run.
+if cargo deny --locked fetch db; then
+    cargo deny --locked --offline check advisories
+else
+    printf 'cargo deny: the advisory database (github.com/rustsec/advisory-db) could not be fetched; advisories NOT checked\n' >&2
+fi
 
 step "cross checks: ppc64le, arm64, and perfstat-sys for AIX"
 for target in powerpc64le-unknown-linux-gnu aarch64-unknown-linux-gnu; do

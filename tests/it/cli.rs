@@ -115,7 +115,7 @@ fn thresholds_are_documented_and_configurable() {
         .iter()
         .find(|r| r["code"] == "PD403")
         .unwrap();
-    assert_eq!(pd403["thresholds"].as_array().unwrap().len(), 4);
+    assert_eq!(pd403["thresholds"].as_array().unwrap().len(), 5);
     assert_eq!(pd403["thresholds"][0]["key"], "max_steal");
     assert_eq!(pd403["thresholds"][0]["default"], 0.05);
 

@@ -1,13 +1,22 @@
-//! powerdiag's integration tests. They run the real `powerdiag` binary against real MariaDB
-//! servers that `tests/run.sh` starts (11.8 from Debian trixie, 10.11 from Debian 12), on
-//! loopback ports under a temporary directory. Without those servers every test here fails
-//! with a message saying how to start them: nothing is skipped silently.
+//! powerdiag's integration tests. They run the real `powerdiag` binary, most against real
+//! MariaDB servers that `tests/run.sh` starts (11.8 from Debian trixie, 10.11 from Debian 12),
+//! on loopback ports under a temporary directory.
+//!
+//! Two kinds, one binary:
+//! - tests that need no server (`cli`, `collect_output`, `linux_fixtures`, `diff_agents`,
+//!   `no_database`, the static checks in `deploy`, `examples`' replays, and the argument
+//!   errors in `errors` and `agent`) pass with a plain `cargo test` on a machine without the
+//!   test servers: they never read a `POWERDIAG_IT_*` variable;
+//! - tests that need a server ask for it first ([`support::Server::get`]) and, without it,
+//!   fail at once with a message naming the variable and how to start the servers: nothing is
+//!   skipped silently.
 
 // Test helpers outside #[test] functions: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
 mod agent;
 mod cli;
+mod collect_output;
 mod deploy;
 mod diff_agents;
 mod errors;

@@ -19,9 +19,10 @@ pub(crate) struct Server {
 fn env(key: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| {
         panic!(
-            "{key} is not set: these tests need the MariaDB servers that tests/run.sh starts. \
-             Run `tests/run.sh` (all tests), or start them with tests/harness/mariadb.sh and export \
-             the variables printed by `tests/harness/mariadb.sh env NAME`."
+            "{key} is not set: this test needs the MariaDB servers that tests/run.sh starts \
+             (the tests that need no server run without them). Run `tests/run.sh` (all tests), \
+             or start them with tests/harness/mariadb.sh and export the variables printed by \
+             `tests/harness/mariadb.sh env NAME`."
         )
     })
 }

@@ -32,19 +32,66 @@ pub(crate) fn collect(args: &CollectCmd) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// Writes next to the target and renames, so a reader never sees half a snapshot.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// Writes the snapshot to `path` without ever writing through it: a new temporary file with an
+/// unpredictable name is created in the target's directory (`O_EXCL|O_NOFOLLOW`, mode 0600, by
+/// the tempfile crate), written, synced and renamed over the target. A reader never sees half a
+/// snapshot, a failed write leaves the old file as it was, and a planted link at any name can
+/// not redirect the write. A target that exists and is not a regular file (a symbolic link, a
+/// device, a FIFO, a socket, a directory) is refused: `-o -` writes to stdout, which can be
+/// redirected anywhere on purpose.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => bail!(
+            "it is {}, not a regular file: powerdiag replaces only regular files. Give a new \
+             or regular file's path, or write to stdout with `-o -` and redirect it",
+            kind(&m.file_type())
+        ),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).context("cannot inspect the target"),
     }
-    result
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".powerdiag-snapshot-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .context("cannot write the temporary file")?;
+    // rename(2) replaces the directory entry itself: it never follows a link planted there
+    // after the check above. On error the temporary file is removed when `tmp` drops.
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .context("cannot rename the temporary file over the target")?;
+    Ok(())
+}
+
+/// What a non-regular file is, for the error message.
+fn kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
 }
 
 /// Reads a snapshot file (`-` is stdin), refusing anything larger than a snapshot can be.

@@ -4,7 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Allocator, Compiler, Gathered, PartitionFacts, Snapshot, Var, format_bytes};
+use crate::rules::{
+    AixGccBuild, AllocatorDefault, CpuFrequencyThrottled, InnodbChecksumSoftware,
+    InnodbNativeAioOff, LparDedicatedCappedLatency, LparDonatingMode, MariadbOldWriteScalability,
+    MhnswCacheUndersized, PerformanceSchemaOff, SmallPagesAix, SmallPagesLinux, SmtDisabled,
+    WorkingSetExceedsL3,
+};
+use crate::{
+    Allocator, Compiler, Gathered, Impact, PartitionFacts, RuleMeta, Snapshot, Var, format_bytes,
+};
 
 /// The comparison of snapshot A with snapshot B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,13 +221,14 @@ fn power_generation(c: &crate::CpuFacts) -> Option<String> {
     (!digits.is_empty()).then(|| format!("POWER{digits}"))
 }
 
+/// Records a difference when the two descriptions differ. The factor and its evidence are
+/// the covering rules' declared [`Impact`]s (`RuleMeta::impact`), never numbers kept here.
 fn push(
     d: &mut Vec<Difference>,
     topic: &str,
-    a: String,
-    b: String,
+    (a, b): (String, String),
     impact: f64,
-    rule: Option<&str>,
+    rules: &[&RuleMeta],
     evidence: &str,
 ) {
     if a != b {
@@ -228,9 +237,29 @@ fn push(
             a,
             b,
             impact,
-            rule: rule.map(str::to_owned),
+            rule: (!rules.is_empty())
+                .then(|| rules.iter().map(|r| r.code).collect::<Vec<_>>().join("/")),
             evidence: evidence.into(),
         });
+    }
+}
+
+/// [`push`] with one measured [`Impact`].
+fn push_impact(
+    d: &mut Vec<Difference>,
+    topic: &str,
+    sides: (String, String),
+    impact: &Impact,
+    rules: &[&RuleMeta],
+) {
+    push(d, topic, sides, impact.factor, rules, impact.evidence);
+}
+
+/// The larger of the two values' ratios, when both are known and positive.
+fn ratio(x: Option<f64>, y: Option<f64>) -> Option<f64> {
+    match (x, y) {
+        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => Some((x / y).max(y / x)),
+        _ => None,
     }
 }
 
@@ -265,14 +294,19 @@ fn vector_cache(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     };
     let (x, y) = (describe(a), describe(b));
     let thrash_differs = matches!((&x, &y), (Some((p, _)), Some((q, _))) if p != q);
-    push(
+    push_impact(
         d,
         "vector cache vs graph size",
-        x.map(|v| v.1).unwrap_or_else(unknown),
-        y.map(|v| v.1).unwrap_or_else(unknown),
-        if thrash_differs { 2.7 } else { 1.05 },
-        Some("PD101"),
-        "a thrashing MHNSW cache: 42 → 112 QPS (2.7×) on AIX when raised to 4 GB; 3.9–5.3× on x86",
+        (
+            x.map(|v| v.1).unwrap_or_else(unknown),
+            y.map(|v| v.1).unwrap_or_else(unknown),
+        ),
+        if thrash_differs {
+            &MhnswCacheUndersized::CACHE_THRASHES
+        } else {
+            &MhnswCacheUndersized::CACHE_SIZE_ONLY
+        },
+        &[&MhnswCacheUndersized::META],
     );
 }
 
@@ -285,14 +319,12 @@ fn compiler(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
             None => unknown(),
         }
     };
-    push(
+    push_impact(
         d,
         "compiler of mariadbd",
-        c(a),
-        c(b),
-        3.0,
-        Some("PD601"),
-        "GCC 13.3 build 6.3 ms/query vs IBM Open XL 17.1.3 2.1 ms/query (3×); GCC varies 10–40% run to run",
+        (c(a), c(b)),
+        &AixGccBuild::COMPILER,
+        &[&AixGccBuild::META],
     );
 }
 
@@ -353,14 +385,12 @@ fn pages(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     {
         return;
     }
-    push(
+    push_impact(
         d,
         "memory page size",
-        p(a),
-        p(b),
-        1.86,
-        Some("PD301/PD302"),
-        "4 KB → 64 KB pages for mariadbd on AIX: 112 → 208 QPS sequential (1.86×)",
+        (p(a), p(b)),
+        &SmallPagesAix::PAGE_SIZE,
+        &[&SmallPagesAix::META, &SmallPagesLinux::META],
     );
 }
 
@@ -390,25 +420,17 @@ fn partition(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     };
     let ((x, dx), (y, dy)) = (p(a), p(b));
     // One measurement per row: the one that matches the difference found.
-    let (impact, evidence) = if dx != dy {
-        (
-            1.6,
-            "a dedicated partition donating idle cycles: 0.325 s vs 0.205 s per query capped (1.6×)",
-        )
+    let impact = if dx != dy {
+        &LparDonatingMode::DONATING
     } else {
-        (
-            1.3,
-            "12 shared uncapped vs 12 dedicated capped vCPUs: 0.063 s vs 0.082 s per query (1.3×, Open XL build)",
-        )
+        &LparDedicatedCappedLatency::PARTITION_MODE
     };
-    push(
+    push_impact(
         d,
         "partition mode",
-        x,
-        y,
+        (x, y),
         impact,
-        Some("PD401/PD402"),
-        evidence,
+        &[&LparDonatingMode::META, &LparDedicatedCappedLatency::META],
     );
 }
 
@@ -422,18 +444,16 @@ fn smt(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     };
     let (x, y) = (t(a), t(b));
     let off = x == "SMT1" || y == "SMT1";
-    push(
+    push_impact(
         d,
         "threads per core",
-        x,
-        y,
-        if off { 2.0 } else { 1.3 },
-        Some("PD405"),
+        (x, y),
         if off {
-            "MySQL on POWER8: SMT4 roughly doubled throughput over SMT off (2×)"
+            &SmtDisabled::SMT_OFF
         } else {
-            "MySQL on POWER8: SMT2 gave ~1.5× and SMT4 ~2× the throughput of SMT off (SMT2 → SMT4 ≈ 1.3×)"
+            &SmtDisabled::SMT_LEVEL
         },
+        &[&SmtDisabled::META],
     );
 }
 
@@ -448,18 +468,17 @@ fn frequency(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
             (None, None) => unknown(),
         }
     };
-    let impact = match (f(a), f(b)) {
-        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (x / y).max(y / x),
-        _ => 1.1,
-    };
+    let known = &CpuFrequencyThrottled::FREQUENCY;
     push(
         d,
         "effective CPU frequency",
-        text(a),
-        text(b),
-        impact,
-        Some("PD402/PD404"),
-        "per-query CPU time scales with the clock: the ratio of the two effective frequencies (a shared POWER9 core boosts to ~3.8 GHz, a dedicated capped one stays at 2.75 GHz)",
+        (text(a), text(b)),
+        ratio(f(a), f(b)).unwrap_or(known.factor),
+        &[
+            &LparDedicatedCappedLatency::META,
+            &CpuFrequencyThrottled::META,
+        ],
+        known.evidence,
     );
 }
 
@@ -483,18 +502,14 @@ fn cores_and_l3(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
         )
     };
     let ((x, tx), (y, ty)) = (c(a), c(b));
-    let impact = match (x, y) {
-        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (x / y).max(y / x).min(2.0),
-        _ => 1.1,
-    };
+    let (known, max) = (&WorkingSetExceedsL3::CORES, &WorkingSetExceedsL3::CORES_MAX);
     push(
         d,
         "cores and L3",
-        tx,
-        ty,
-        impact,
-        Some("PD502"),
-        "throughput grows at most linearly with cores and their L3: the cores ratio, counted up to 2× (the last 10–18% between the field report's best AIX and Linux runs matched 12.5% fewer cores)",
+        (tx, ty),
+        ratio(x, y).map_or(known.factor, |r| r.min(max.factor)),
+        &[&WorkingSetExceedsL3::META],
+        known.evidence,
     );
 }
 
@@ -509,30 +524,37 @@ fn version(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
             .map(|f| f.version.raw.clone())
             .unwrap_or_else(|_| unknown())
     };
-    push(
+    push_impact(
         d,
         "MariaDB version",
-        v(a),
-        v(b),
-        1.1,
-        Some("PD202"),
-        "versions differ in their defaults and code paths; 10.3.4's write-scalability work gave up to 48% on 48 cores",
+        (v(a), v(b)),
+        &MariadbOldWriteScalability::VERSION_DIFFERS,
+        &[&MariadbOldWriteScalability::META],
     );
 }
 
 /// Server variables worth comparing, with the rule that covers each.
-const VARIABLES: &[(Var, Option<&str>)] = &[
-    (Var::InnodbBufferPoolSize, None),
-    (Var::InnodbChecksumAlgorithm, Some("PD201")),
-    (Var::InnodbUseNativeAio, Some("PD203")),
-    (Var::PerformanceSchema, Some("PD204")),
-    (Var::InnodbFlushLogAtTrxCommit, None),
-    (Var::InnodbFlushMethod, None),
-    (Var::LargePages, Some("PD302")),
-    (Var::ThreadHandling, None),
-    (Var::MhnswDefaultM, None),
-    (Var::MhnswEfSearch, None),
+const VARIABLES: &[(Var, &[&RuleMeta])] = &[
+    (Var::InnodbBufferPoolSize, &[]),
+    (
+        Var::InnodbChecksumAlgorithm,
+        &[&InnodbChecksumSoftware::META],
+    ),
+    (Var::InnodbUseNativeAio, &[&InnodbNativeAioOff::META]),
+    (Var::PerformanceSchema, &[&PerformanceSchemaOff::META]),
+    (Var::InnodbFlushLogAtTrxCommit, &[]),
+    (Var::InnodbFlushMethod, &[]),
+    (Var::LargePages, &[&SmallPagesLinux::META]),
+    (Var::ThreadHandling, &[]),
+    (Var::MhnswDefaultM, &[]),
+    (Var::MhnswEfSearch, &[]),
 ];
+
+/// Any differing server setting: no measurement of its own, ranked just above equal.
+const SERVER_SETTING: Impact = Impact {
+    factor: 1.02,
+    evidence: "server setting",
+};
 
 fn variables(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     for (var, rule) in VARIABLES {
@@ -543,7 +565,7 @@ fn variables(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
                 .map(str::to_owned)
                 .unwrap_or_else(unknown)
         };
-        push(d, var.name(), v(a), v(b), 1.02, *rule, "server setting");
+        push_impact(d, var.name(), (v(a), v(b)), &SERVER_SETTING, rule);
     }
 }
 
@@ -555,14 +577,12 @@ fn allocator(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
         Some(Allocator::Libc) => "libc malloc".into(),
         None => unknown(),
     };
-    push(
+    push_impact(
         d,
         "memory allocator",
-        m(a),
-        m(b),
-        1.035,
-        Some("PD602"),
-        "jemalloc +3–4% on POWER8",
+        (m(a), m(b)),
+        &AllocatorDefault::ALLOCATOR,
+        &[&AllocatorDefault::META],
     );
 }
 

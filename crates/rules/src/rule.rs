@@ -57,17 +57,77 @@ pub struct RuleMeta {
     pub doc: &'static str,
     /// The limits a user may change (`[rules.thresholds.CODE]`), in declaration order.
     pub thresholds: &'static [Threshold],
+    /// What the field reports measured for the difference this rule covers, used by
+    /// [`diff`](crate::diff) to rank differences between two hosts; empty when nothing was
+    /// measured.
+    pub impact: &'static [Impact],
+}
+
+/// A measured effect of the difference a rule covers: declared next to the rule
+/// (`impact: [...]` in [`declare_rule!`]), read by [`diff`](crate::diff) as `Rule::NAME`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Impact {
+    /// A speed factor (3.0 = up to 3× faster on the better side). Differences are ranked by it.
+    pub factor: f64,
+    /// Where the factor comes from, one sentence with the measured numbers.
+    pub evidence: &'static str,
 }
 
 impl RuleMeta {
-    /// The full explanation as Markdown: what it does, why it matters, remediation.
+    /// The full explanation as Markdown: what it does, why it matters, remediation. Each
+    /// threshold marker `{key}` in the doc comment is replaced by that threshold's declared
+    /// default (`{min_busy}` → `50%`), so the text cannot drift from the declaration.
     pub fn explanation(&self) -> String {
         let mut out = String::with_capacity(self.doc.len());
         for line in self.doc.lines() {
-            out.push_str(line.strip_prefix(' ').unwrap_or(line));
+            out.push_str(&self.render_markers(line.strip_prefix(' ').unwrap_or(line)));
             out.push('\n');
         }
         out.trim().to_owned()
+    }
+
+    /// The threshold markers in the doc comment: every `{word}` whose word is a snake_case
+    /// identifier, whether or not it names a declared threshold (the registry tests check it
+    /// does).
+    pub fn threshold_markers(&self) -> Vec<&'static str> {
+        let mut found = Vec::new();
+        let mut rest = self.doc;
+        while let Some(open) = rest.find('{') {
+            rest = &rest[open + 1..];
+            if let Some(close) = rest.find('}') {
+                let word = &rest[..close];
+                if is_marker(word) {
+                    found.push(word);
+                }
+            }
+        }
+        found
+    }
+
+    fn render_markers(&self, line: &str) -> String {
+        let mut out = String::with_capacity(line.len());
+        let mut rest = line;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let threshold = after.find('}').and_then(|close| {
+                let word = &after[..close];
+                let t = self.thresholds.iter().find(|t| t.key == word)?;
+                Some((t, close))
+            });
+            match threshold {
+                Some((t, close)) => {
+                    out.push_str(&t.format_prose(t.default));
+                    rest = &after[close + 1..];
+                }
+                None => {
+                    out.push('{');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 
     /// One `### Heading` section of the explanation, without its heading.
@@ -84,6 +144,14 @@ impl RuleMeta {
     pub fn remediation(&self) -> String {
         self.section("Remediation").unwrap_or_default()
     }
+}
+
+/// Whether `word` has the shape of a threshold marker's key: snake_case, starting with a letter.
+fn is_marker(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_lowercase())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// One rule: judge a snapshot against limits.
@@ -174,7 +242,8 @@ macro_rules! declare_rule {
             severity: $severity:ident,
             scope: $scope:ident,
             summary: $summary:literal
-            $(, thresholds: [$($threshold:ident),* $(,)?])? $(,)?
+            $(, thresholds: [$($threshold:ident),* $(,)?])?
+            $(, impact: [$($impact:ident),* $(,)?])? $(,)?
         }
     ) => {
         $(#[doc = $doc])*
@@ -191,7 +260,12 @@ macro_rules! declare_rule {
                 type_name: stringify!($Name),
                 doc: concat!($($doc, "\n",)*),
                 thresholds: &[$($($threshold),*)?],
+                impact: &[$($($impact),*)?],
             };
+            $($(
+                #[doc = concat!("The measured impact `", stringify!($impact), "`, as listed in [`Self::META`].")]
+                pub const $impact: $crate::Impact = $impact;
+            )*)?
         }
 
         impl $crate::Declared for $Name {

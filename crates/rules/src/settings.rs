@@ -60,6 +60,27 @@ impl Threshold {
         }
     }
 
+    /// Writes a value for prose (the explanation's threshold markers): `10%` rather than
+    /// `10.0%`, `1,000` rather than `1000`; otherwise as [`Threshold::format`].
+    pub fn format_prose(&self, value: f64) -> String {
+        let whole = value >= 0.0 && value.fract() == 0.0 && value < u64::MAX as f64;
+        match self.unit {
+            Unit::Ratio => format!("{}%", (value * 1000.0).round() / 10.0),
+            Unit::Count if whole => {
+                let digits = (value as u64).to_string();
+                let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+                for (i, c) in digits.chars().enumerate() {
+                    if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                        out.push(',');
+                    }
+                    out.push(c);
+                }
+                out
+            }
+            _ => self.format(value),
+        }
+    }
+
     /// Reads a value written as text (`"5%"`, `"1G"`, `"0.3"`), checking the unit and range.
     pub fn parse_text(&self, text: &str) -> Result<f64, String> {
         let t = text.trim();
@@ -289,6 +310,104 @@ mod tests {
             }
         }
         assert!(seen.len() >= 10, "the heuristic limits are tunable");
+    }
+
+    /// What is wrong with how `m`'s explanation states its thresholds' defaults. A default
+    /// reaches the explanation only from its declaration: the doc writes the marker `{key}`
+    /// (rendered as the default); a value restated next to the key (`` `key` (default 50%) ``
+    /// or `` `key` = 50% ``) must equal the declared default.
+    fn default_drift(m: &crate::RuleMeta) -> Vec<String> {
+        let mut problems = Vec::new();
+        let markers = m.threshold_markers();
+        for key in &markers {
+            if !m.thresholds.iter().any(|t| t.key == *key) {
+                problems.push(format!(
+                    "{}: the doc's marker {{{key}}} names no declared threshold",
+                    m.code
+                ));
+            }
+        }
+        let text = m.explanation();
+        for t in m.thresholds {
+            if !markers.contains(&t.key) {
+                problems.push(format!(
+                    "{}: state the limit `{}` in the doc with the marker {{{}}} (rendered as its default {})",
+                    m.code,
+                    t.key,
+                    t.key,
+                    t.format_prose(t.default)
+                ));
+            }
+            let named = format!("`{}`", t.key);
+            for (at, _) in text.match_indices(&named) {
+                let after = &text[at + named.len()..];
+                // The first word after the key's "(default" or "=": `1,000`, `10%`, `0.10,`.
+                let restated = after
+                    .strip_prefix(" (default ")
+                    .or_else(|| after.strip_prefix(" = "))
+                    .and_then(|v| v.split_whitespace().next())
+                    .map(|v| v.trim_end_matches([',', ';', '.', ')']).replace(',', ""));
+                if let Some(value) = restated
+                    && t.parse_text(&value) != Ok(t.default)
+                {
+                    problems.push(format!(
+                        "{}: the explanation restates `{}` as {value}, the declaration says {}",
+                        m.code,
+                        t.key,
+                        t.format_prose(t.default)
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    #[test]
+    fn explanations_render_defaults_from_their_declaration() {
+        let problems: Vec<String> = RULES.iter().flat_map(|r| default_drift(r.meta())).collect();
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn a_restated_default_that_differs_is_caught() {
+        const T: Threshold = Threshold {
+            key: "min_busy",
+            default: 0.5,
+            min: 0.0,
+            max: 1.0,
+            unit: Unit::Ratio,
+            doc: "share busy",
+        };
+        let meta = |doc: &'static str| crate::RuleMeta {
+            code: "PD999",
+            name: "example",
+            severity: crate::Severity::Info,
+            scope: crate::Scope::Host,
+            summary: "example",
+            type_name: "Example",
+            doc,
+            thresholds: &[T],
+            impact: &[],
+        };
+        let good = meta(" Judges at least {min_busy} busy; `min_busy` (default 50%).\n");
+        assert_eq!(good.threshold_markers(), ["min_busy"]);
+        assert_eq!(
+            good.explanation(),
+            "Judges at least 50% busy; `min_busy` (default 50%)."
+        );
+        assert_eq!(default_drift(&good), Vec::<String>::new());
+        let stale = meta(" Judges at least {min_busy} busy; `min_busy` (default 40%).\n");
+        assert_eq!(
+            default_drift(&stale),
+            ["PD999: the explanation restates `min_busy` as 40%, the declaration says 50%"]
+        );
+        let unmarked = meta(" Judges at least 50% busy; {min_bsy}.\n");
+        assert_eq!(
+            default_drift(&unmarked).len(),
+            2,
+            "{:?}",
+            default_drift(&unmarked)
+        );
     }
 
     #[test]

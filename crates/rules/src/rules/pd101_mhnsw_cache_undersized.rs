@@ -1,5 +1,5 @@
 use crate::{
-    Limits, Rule, Snapshot, Var, Verdict, declare_rule,
+    Impact, Limits, Rule, Snapshot, Var, Verdict, declare_rule,
     value::{format_bytes, my_cnf_size, plural},
 };
 
@@ -47,8 +47,22 @@ declare_rule! {
         severity: Critical,
         scope: Database,
         summary: "a vector index's graph is larger than mhnsw_max_cache_size, so MariaDB discards and rebuilds the whole cache",
+        impact: [CACHE_THRASHES, CACHE_SIZE_ONLY],
     }
 }
+
+const MHNSW_EVIDENCE: &str =
+    "a thrashing MHNSW cache: 42 → 112 QPS (2.7×) on AIX when raised to 4 GB; 3.9–5.3× on x86";
+/// Differences where one side's graph outgrows its cache and the other's fits.
+const CACHE_THRASHES: Impact = Impact {
+    factor: 2.7,
+    evidence: MHNSW_EVIDENCE,
+};
+/// Differences in cache size where both sides fit (or both thrash).
+const CACHE_SIZE_ONLY: Impact = Impact {
+    factor: 1.05,
+    evidence: MHNSW_EVIDENCE,
+};
 
 /// Headroom over the largest graph in the suggested limit.
 const HEADROOM: f64 = 1.5;

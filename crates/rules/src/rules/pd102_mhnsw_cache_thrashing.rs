@@ -11,9 +11,10 @@ declare_rule! {
     /// on the hidden table, so the probe session's `Handler_read_last` delta counts rebuilds
     /// exactly; `Handler_read_rnd` per query counts graph nodes loaded from the hidden table
     /// (about `LIMIT` when the graph is cached). The first query is ignored (a cold cache is
-    /// built once); the rule fails when at least 2 of the later queries, and at least 10% of
-    /// them, rebuilt the cache. Repeated queries at the end show whether a warm-up helps at
-    /// all.
+    /// built once); the rule fails when at least {min_rebuilds} of the later queries, and at
+    /// least {min_rebuild_share} of them, rebuilt the cache; an index probed fewer than
+    /// {min_probe_queries} times is not judged. Repeated queries at the end show whether a
+    /// warm-up helps at all.
     ///
     /// ### Why is this bad?
     /// Thrashing is PD101's risk made real: the cache is freed at the end of a statement and

@@ -8,11 +8,11 @@ declare_rule! {
     /// index) and takes each query's dominant stage (the longest, usually "Sending data"). A
     /// stage's *stall* is the part of its Duration not spent on CPU:
     /// `Duration − (CPU_user + CPU_system)`. The rule judges the **median** stall share over the
-    /// profiled queries whose dominant stage lasted at least `min_stage_us` (default 200 µs;
+    /// profiled queries whose dominant stage lasted at least `min_stage_us` ({min_stage_us} µs;
     /// shorter ones are below rusage's granularity), and needs at least `min_profiles` of them
-    /// (default 3). It fails when the median exceeds `max_stall_share` (default 50%) by more
-    /// than `margin` (default 0.10, i.e. above 60%), passes when it is below the limit by more
-    /// than the margin (under 40%), and in between says "borderline, not judged"
+    /// ({min_profiles}). It fails when the median exceeds `max_stall_share` ({max_stall_share})
+    /// by more than `margin` ({margin}, so above 60% with the defaults), passes when it is below
+    /// the limit by more than the margin (under 40%), and in between says "borderline, not judged"
     /// (`insufficient_data`) with the spread: one query that the scheduler happened to preempt
     /// must not flip the verdict from one run to the next.
     ///

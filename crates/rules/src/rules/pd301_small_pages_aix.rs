@@ -1,4 +1,4 @@
-use crate::{Limits, ProcessFacts, Rule, Snapshot, Verdict, declare_rule, format_bytes};
+use crate::{Impact, Limits, ProcessFacts, Rule, Snapshot, Verdict, declare_rule, format_bytes};
 
 declare_rule! {
     /// ### What it does
@@ -41,8 +41,15 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "mariadbd runs on AIX's default 4 KB pages; 64 KB pages were ~40% faster",
+        impact: [PAGE_SIZE],
     }
 }
+
+/// Different page sizes backing mariadbd's memory (PD301 and PD302).
+const PAGE_SIZE: Impact = Impact {
+    factor: 1.86,
+    evidence: "4 KB → 64 KB pages for mariadbd on AIX: 112 → 208 QPS sequential (1.86×)",
+};
 
 /// AIX's default page size.
 const SMALL: u64 = 4096;

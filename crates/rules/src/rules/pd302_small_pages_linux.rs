@@ -6,8 +6,9 @@ declare_rule! {
     /// pages, and no huge pages behind its anonymous memory — transparent huge pages set to
     /// `never`, or set to `madvise`/`always` with `AnonHugePages` at (about) zero — and no
     /// HugeTLB pool in use through `large_pages`. It fires only when the server's resident
-    /// memory exceeds 1 GiB (*heuristic*: below that the TLB reach of 4 KiB pages rarely
-    /// matters). 64 KiB base pages, as Linux on POWER uses by default, pass.
+    /// memory exceeds {min_rss_bytes} (*heuristic*: below that the TLB reach of 4 KiB pages
+    /// rarely matters); transparent huge pages count as in use from {min_huge_share} of it.
+    /// 64 KiB base pages, as Linux on POWER uses by default, pass.
     ///
     /// ### Why is this bad?
     /// Every 4 KiB page needs its own TLB entry. A buffer pool or an MHNSW graph of gigabytes,

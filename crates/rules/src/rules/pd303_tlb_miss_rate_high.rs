@@ -4,9 +4,9 @@ declare_rule! {
     /// ### What it does
     /// Counts mariadbd's data-TLB load misses and retired instructions with hardware counters
     /// over the sample window (`perf_event_open` on all its threads, user space) and fails above
-    /// 1 dTLB miss per 1,000 instructions (*heuristic*: perf's POWER9 `DTLB_MISS_RATE` metric is
-    /// published without a threshold; this cut-off marks a TLB-bound workload). At least 10
-    /// million instructions are needed to judge.
+    /// {max_misses_per_1k_instructions} dTLB miss per 1,000 instructions (*heuristic*: perf's
+    /// POWER9 `DTLB_MISS_RATE` metric is published without a threshold; this cut-off marks a
+    /// TLB-bound workload). At least {min_instructions} instructions are needed to judge.
     ///
     /// ### Why is this bad?
     /// Each dTLB miss costs a page-table walk of tens to hundreds of cycles. A high miss rate

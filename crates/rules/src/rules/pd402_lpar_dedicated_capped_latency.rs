@@ -1,5 +1,6 @@
 use crate::{
-    Limits, Rule, Snapshot, Verdict, declare_rule, rules::pd401_lpar_donating_mode::describe,
+    Impact, Limits, Rule, Snapshot, Verdict, declare_rule,
+    rules::pd401_lpar_donating_mode::describe,
 };
 
 declare_rule! {
@@ -30,8 +31,15 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "a dedicated capped partition runs at nominal frequency without the boost shared partitions get",
+        impact: [PARTITION_MODE],
     }
 }
+
+/// Other partition modes (shared or dedicated, capped or uncapped).
+const PARTITION_MODE: Impact = Impact {
+    factor: 1.3,
+    evidence: "12 shared uncapped vs 12 dedicated capped vCPUs: 0.063 s vs 0.082 s per query (1.3×, Open XL build)",
+};
 
 /// Effective/nominal ratio above which the partition is boosting.
 const BOOSTING: f64 = 1.02;

@@ -9,14 +9,15 @@ declare_rule! {
     /// (`vcpudispatch_stats`); on AIX, where shared partitions have no steal or dispersion
     /// counter, the share of virtual context switches that were involuntary (perfstat
     /// `invol_virt_cswitch` / all virtual context switches: the hypervisor took the processor).
-    /// Fails when steal exceeds 5% of CPU time, dispersions exceed 30% of dispatches, far
-    /// dispatches exceed 10%, or involuntary switches exceed 30% of all. All four thresholds are
-    /// *heuristic*: there is no published cut-off.
+    /// Fails when steal exceeds {max_steal} of CPU time, dispersions exceed {max_dispersions} of
+    /// dispatches, far dispatches exceed {max_far_dispatches}, or involuntary switches exceed
+    /// {max_involuntary_switches} of all. All four thresholds are *heuristic*: there is no
+    /// published cut-off.
     ///
     /// Linux counts CPU time in ticks (USER_HZ, normally 100 per second per CPU): a 1 s window
     /// on a 2-CPU host is 200 ticks, where a burst of a dozen stolen ticks reads as 6% and the
     /// next run reads 0% — the verdict flipped between two runs on an unchanged host. A window
-    /// shorter than `min_window_ticks` (default 1,000 ticks, e.g. 5 s on 2 CPUs) does not
+    /// shorter than `min_window_ticks` ({min_window_ticks} ticks by default, 5 s on 2 CPUs) does not
     /// decide: the rule judges the steal share since boot instead and says so, or, without
     /// it, answers `insufficient_data` naming the window to use (`--sample-window`). AIX's
     /// PURR-based counters have timebase resolution and are not tick-limited.

@@ -1,12 +1,12 @@
-use crate::{Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
+use crate::{Impact, Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, os::pct};
 
 declare_rule! {
     /// ### What it does
     /// Compares the CPU's effective frequency with its nominal one while the host is under load
-    /// (at least 50% busy over the window, *heuristic*). Effective frequency is SPURR/PURR ×
+    /// (at least {min_busy} busy over the window, *heuristic*). Effective frequency is SPURR/PURR ×
     /// nominal on POWER, else the average of cpufreq's current frequencies (or `/proc/cpuinfo`
     /// "cpu MHz"). Nominal is POWER's `/proc/cpuinfo` clock, cpufreq `base_frequency`, or
-    /// `cpuinfo_max_freq`. Fails below 90% of nominal (*heuristic*: there is no published
+    /// `cpuinfo_max_freq`. Fails below {min_frequency_ratio} of nominal (*heuristic*: there is no published
     /// cut-off; 90–95% is common practice). Running at or above nominal passes at any load.
     ///
     /// ### Why is this bad?
@@ -27,8 +27,15 @@ declare_rule! {
         scope: Host,
         summary: "the CPU runs well below its nominal frequency under load",
         thresholds: [MIN_RATIO, MIN_BUSY],
+        impact: [FREQUENCY],
     }
 }
+
+/// The factor when either effective frequency is unknown; else the diff uses the ratio of the two.
+const FREQUENCY: Impact = Impact {
+    factor: 1.1,
+    evidence: "per-query CPU time scales with the clock: the ratio of the two effective frequencies (a shared POWER9 core boosts to ~3.8 GHz, a dedicated capped one stays at 2.75 GHz)",
+};
 
 const MIN_RATIO: Threshold = Threshold {
     key: "min_frequency_ratio",

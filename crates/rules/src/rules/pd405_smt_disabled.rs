@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, Snapshot, Verdict, declare_rule};
+use crate::{Impact, Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -22,8 +22,20 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "simultaneous multithreading is off on a POWER host",
+        impact: [SMT_OFF, SMT_LEVEL],
     }
 }
+
+/// One side runs without SMT.
+const SMT_OFF: Impact = Impact {
+    factor: 2.0,
+    evidence: "MySQL on POWER8: SMT4 roughly doubled throughput over SMT off (2×)",
+};
+/// Both sides run SMT, at different levels.
+const SMT_LEVEL: Impact = Impact {
+    factor: 1.3,
+    evidence: "MySQL on POWER8: SMT2 gave ~1.5× and SMT4 ~2× the throughput of SMT off (SMT2 → SMT4 ≈ 1.3×)",
+};
 
 impl Rule for SmtDisabled {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {

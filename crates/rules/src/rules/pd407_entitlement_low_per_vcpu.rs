@@ -6,7 +6,7 @@ use crate::{
 declare_rule! {
     /// ### What it does
     /// On a shared-processor PowerVM partition, divides the entitled capacity by the number of
-    /// online virtual processors. Fails below 0.6 processor units per virtual processor
+    /// online virtual processors. Fails below {min_entitlement_per_vcpu} processor units per virtual processor
     /// (*heuristic*, from common PowerVM sizing guidance: EC/VP < 0.6 means each virtual processor
     /// is guaranteed little physical time).
     ///

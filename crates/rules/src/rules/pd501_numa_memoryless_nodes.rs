@@ -4,7 +4,7 @@ declare_rule! {
     /// ### What it does
     /// Reads the NUMA nodes (`/sys/devices/system/node/node*/{cpulist,meminfo}`) and fails when
     /// a node has CPUs but no memory, or when the nodes mariadbd may run on differ in memory by
-    /// more than 2× (*heuristic*).
+    /// more than {max_memory_imbalance}× (*heuristic*).
     ///
     /// ### Why is this bad?
     /// Threads on a memoryless node get every allocation from a remote node: each cache miss

@@ -1,4 +1,4 @@
-use crate::{Compiler, Limits, Rule, Snapshot, Verdict, declare_rule};
+use crate::{Compiler, Impact, Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -29,8 +29,15 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "mariadbd on AIX was built with GCC; the Open XL build was 3× faster per query",
+        impact: [COMPILER],
     }
 }
+
+/// mariadbd built by different compilers.
+const COMPILER: Impact = Impact {
+    factor: 3.0,
+    evidence: "GCC 13.3 build 6.3 ms/query vs IBM Open XL 17.1.3 2.1 ms/query (3×); GCC varies 10–40% run to run",
+};
 
 impl Rule for AixGccBuild {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {

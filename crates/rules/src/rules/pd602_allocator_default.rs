@@ -1,4 +1,4 @@
-use crate::{Allocator, Limits, Rule, Snapshot, Verdict, declare_rule};
+use crate::{Allocator, Impact, Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -34,8 +34,15 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "mariadbd uses the C library's malloc; jemalloc was 3–4% faster",
+        impact: [ALLOCATOR],
     }
 }
+
+/// Different memory allocators.
+const ALLOCATOR: Impact = Impact {
+    factor: 1.035,
+    evidence: "jemalloc +3–4% on POWER8",
+};
 
 impl Rule for AllocatorDefault {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
