@@ -33,7 +33,7 @@ Environment: POWERDIAG_IT_DIR, POWERDIAG_IT_ROOT_PASSWORD (default powerdiag-it-
 POWERDIAG_CACHE_DIR (default /var/cache/powerdiag), POWERDIAG_IT_START_TIMEOUT (default 60 s),
 POWERDIAG_IT_USER (OS user mariadbd runs as when started by root; default mysql),
 POWERDIAG_IT_MARIADB_PFS (performance_schema of an 11.8 instance: ON, the default, or OFF;
-10.11 instances always run with it OFF).
+10.11: OFF, the default, or ON).
 EOF
 }
 
@@ -101,7 +101,7 @@ set_flavour() { # FLAVOUR
         ADMIN=/usr/bin/mariadb-admin
         INSTALL_DB=/usr/bin/mariadb-install-db
         BASEDIR=/usr
-        PFS=OFF
+        PFS=${POWERDIAG_IT_MARIADB_PFS:-OFF}
         local p
         for p in "$MARIADBD" "$CLIENT" "$ADMIN" "$INSTALL_DB"; do
             [ -x "$p" ] || die "$p missing: install mariadb-server and mariadb-client (tests/harness/setup.sh)"

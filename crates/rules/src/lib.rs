@@ -17,6 +17,7 @@ mod rule;
 pub mod rules;
 mod settings;
 mod snapshot;
+mod statements;
 pub mod testing;
 mod value;
 mod var;
@@ -30,6 +31,10 @@ pub use rule::{Declared, Rule, RuleMeta, Scope, Severity, Verdict};
 pub use rules::{RULES, find_rule};
 pub use settings::{Limits, Settings, SettingsError, Threshold, Unit};
 pub use snapshot::*;
+pub use statements::{
+    Digest, StatementKind, StatementPeriod, StatementTotals, Statements, display_text, format_secs,
+    format_us, short_digest,
+};
 pub use value::{format_bytes, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};
 pub use version::{Flavour, ServerVersion};

@@ -452,6 +452,7 @@ async fn server_facts(
         probe: Gathered::Unavailable(
             "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into(),
         ),
+        statements: Gathered::Unavailable("statement digests were not read".into()),
         notes,
     })
 }
