@@ -190,13 +190,33 @@ impl Digest {
         display_text(&self.text, max_chars)
     }
 
+    /// The digest text shortened for a finding: a long `SELECT` list becomes its first
+    /// column and `…` so the `FROM` and `WHERE` that identify the statement stay visible;
+    /// then [`display_text`] to `max_chars`.
+    pub fn short_text(&self, max_chars: usize) -> String {
+        let text = display_text(&self.text, usize::MAX);
+        if text.chars().count() <= max_chars {
+            return text;
+        }
+        let upper = text.to_ascii_uppercase();
+        if let (true, Some(from)) = (upper.starts_with("SELECT "), upper.find(" FROM ")) {
+            let list = &text["SELECT ".len()..from];
+            let first = list.split(" , ").next().unwrap_or(list);
+            if first.len() < list.len() {
+                let shorter = format!("SELECT {first} , …{}", &text[from..]);
+                return display_text(&shorter, max_chars);
+            }
+        }
+        display_text(&text, max_chars)
+    }
+
     /// `schema` `text` with the numbers a reader needs, one line.
     pub fn evidence(&self, total: &StatementTotals) -> String {
         format!(
             "digest {} in schema {}: {} — {} of statement time, {} calls, {} per call, {:.1} rows examined and {:.1} sent per call, no index in {}",
             short_digest(&self.digest),
             self.schema_name(),
-            self.display_text(160),
+            self.short_text(200),
             pct(self.time_share(total)),
             self.calls,
             format_us(self.mean_us()),
@@ -239,6 +259,10 @@ pub fn display_text(text: &str, max_chars: usize) -> String {
             continue;
         }
         if space {
+            if count >= max_chars {
+                out.push('…');
+                return out;
+            }
             out.push(' ');
             count += 1;
             space = false;
@@ -367,6 +391,8 @@ mod tests {
         assert_eq!(display_text("SELECT  \n ?\u{1b}[2J", 100), "SELECT ?\\u{1b}[2J");
         assert_eq!(display_text("abcdef", 3), "abc…");
         assert_eq!(display_text("ab", 3), "ab");
+        let long = d("SELECT `t` . `a` , `t` . `b` , `t` . `c` FROM `t` WHERE `t` . `x` = ?");
+        assert_eq!(long.short_text(40), "SELECT `t` . `a` , … FROM `t` WHERE `t`…");
         assert_eq!(format_secs(900), "15 min");
         assert_eq!(format_us(850.0), "850 µs");
         assert_eq!(format_us(12_345.0), "12.3 ms");

@@ -89,11 +89,12 @@ impl Rule for StatementNoIndex {
             .with_evidence(period));
         };
         let mut v = Verdict::fail(format!(
-            "{} {} without an index in most executions and {} of statement time; the worst: {}",
-            found.len(),
-            if found.len() == 1 { "statement runs" } else { "statements run" },
-            if found.len() == 1 { "takes" } else { "each take" },
-            worst.display_text(80),
+            "{} with {} or more of statement time {} no index in most executions; the busiest ({}): {}",
+            if found.len() == 1 { "1 statement".to_owned() } else { format!("{} statements", found.len()) },
+            pct(min_share),
+            if found.len() == 1 { "uses" } else { "use" },
+            pct(worst.time_share(&st.total)),
+            worst.short_text(100),
         ));
         for d in &found {
             v = v.with_evidence(d.evidence(&st.total));

@@ -146,7 +146,7 @@ impl Rule for StatementNPlusOne {
         }
         let Some((l, _, _, _, _)) = found.first() else {
             return Ok(Verdict::pass(format!(
-                "no per-row lookup runs {min_ratio}× as often as the statements around it ({} lookup-shaped digests judged)",
+                "no per-row lookup runs {min_ratio}× as often as the statements around it ({} lookup-shaped digest(s) judged)",
                 lookups.len()
             ))
             .with_evidence(period));
@@ -155,7 +155,7 @@ impl Rule for StatementNPlusOne {
             "per-row lookup runs {} times ({} of all statement calls): {}",
             l.calls,
             pct(found[0].4),
-            l.display_text(80)
+            l.short_text(100)
         ));
         let mut rem = String::new();
         for (l, r, is_parent, ratio, share) in &found {
@@ -174,7 +174,7 @@ impl Rule for StatementNPlusOne {
             };
             v = v.with_evidence(format!(
                 "{what}: {} — the lookup ran {ratio:.0}× as often, {} of all calls",
-                r.display_text(160),
+                r.short_text(200),
                 pct(*share)
             ));
             rem.push_str(&format!(

@@ -103,7 +103,7 @@ impl Rule for StatementRowsExaminedHigh {
         };
         let mut v = Verdict::fail(format!(
             "{} examines {:.0} rows per call for {:.1} returned ({} of statement time)",
-            worst.display_text(80),
+            worst.short_text(100),
             worst.examined_per_call(),
             worst.sent_per_call(),
             pct(worst.time_share(&st.total))

@@ -99,7 +99,7 @@ impl Rule for StatementTempDiskTables {
             "{} {} temporary tables to disk or merge sorts; the first: {}",
             found.len(),
             if found.len() == 1 { "statement writes" } else { "statements write" },
-            worst.display_text(80)
+            worst.short_text(100)
         ));
         let mut rem = String::new();
         for d in &found {
