@@ -268,6 +268,7 @@ pub fn display_text(text: &str, max_chars: usize) -> String {
             space = false;
         }
         if count >= max_chars {
+            out.truncate(out.trim_end().len());
             out.push('…');
             return out;
         }
