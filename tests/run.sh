@@ -11,7 +11,7 @@
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
-# scale = +19),
+# scale = +19, evict = +17),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -49,7 +49,7 @@ base=${POWERDIAG_IT_PORT_BASE:-33100}
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale)
+SERVERS=(m118 m1011 hang scale evict)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -63,7 +63,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (two) and 10.11 (two) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (three) and 10.11 (two) under $POWERDIAG_IT_DIR"
 "$HERE/harness/mariadb.sh" start m118 11.8 $((base + 18)) &
 p1=$!
 "$HERE/harness/mariadb.sh" start m1011 10.11 $((base + 10)) &
@@ -72,7 +72,10 @@ p2=$!
 p3=$!
 "$HERE/harness/mariadb.sh" start scale 11.8 $((base + 19)) &
 p4=$!
-wait "$p1" && wait "$p2" && wait "$p3" && wait "$p4"
+# evict: restarted by tests/it/evicted_stats.rs, whose undersized vector cache must survive that.
+POWERDIAG_IT_MARIADB_OPTIONS=mhnsw_max_cache_size=1M "$HERE/harness/mariadb.sh" start evict 11.8 $((base + 17)) &
+p5=$!
+wait "$p1" && wait "$p2" && wait "$p3" && wait "$p4" && wait "$p5"
 for s in "${SERVERS[@]}"; do
     eval "$("$HERE/harness/mariadb.sh" env "$s")"
 done

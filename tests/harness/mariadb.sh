@@ -33,7 +33,9 @@ Environment: POWERDIAG_IT_DIR, POWERDIAG_IT_ROOT_PASSWORD (default powerdiag-it-
 POWERDIAG_CACHE_DIR (default /var/cache/powerdiag), POWERDIAG_IT_START_TIMEOUT (default 60 s),
 POWERDIAG_IT_USER (OS user mariadbd runs as when started by root; default mysql),
 POWERDIAG_IT_MARIADB_PFS (performance_schema of an 11.8 instance: ON, the default, or OFF;
-10.11: OFF, the default, or ON).
+10.11: OFF, the default, or ON),
+POWERDIAG_IT_MARIADB_OPTIONS (extra server options for this start, space-separated name=value
+pairs appended to [mysqld], e.g. 'mhnsw_max_cache_size=1M'; a restart must pass them again).
 EOF
 }
 
@@ -184,6 +186,10 @@ write_config() {
             "performance_schema=$PFS" \
             "local_infile=ON" \
             "max_connections=200"
+        local opt
+        for opt in ${POWERDIAG_IT_MARIADB_OPTIONS:-}; do
+            printf '%s\n' "$opt"
+        done
         if [ "$FLAVOUR" = 11.8 ]; then
             trixie_arch
             printf '%s\n' \
@@ -282,6 +288,11 @@ cmd_start() {
     fi
     set_flavour "$flavour"
     set_run_user
+    local opt
+    for opt in ${POWERDIAG_IT_MARIADB_OPTIONS:-}; do
+        [[ $opt =~ ^[a-z][a-z0-9_-]*(=[A-Za-z0-9_./-]*)?$ ]] ||
+            die "POWERDIAG_IT_MARIADB_OPTIONS: '$opt' is not a name=value server option"
+    done
     lock_instance
     t0=$(now)
 

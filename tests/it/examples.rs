@@ -31,6 +31,7 @@ fn index() -> VectorIndex {
         hidden_table_bytes: Some(11053 * 16384),
         cache_overflows: None,
         cache_memory_bytes: None,
+        size_source: None,
     }
 }
 
@@ -59,23 +60,32 @@ fn probe(latency_us: u64, thrash: bool, profile: (u64, u64)) -> Probe {
             budget_exhausted: false,
             error: None,
         }],
-        profile: Some(Gathered::Available(QueryProfile {
-            index: "app.docs (e)".into(),
-            stages: vec![
-                ProfileStage {
-                    status: "Opening tables".into(),
-                    duration_us: 18,
-                    cpu_user_us: 18,
-                    ..Default::default()
-                },
-                ProfileStage {
-                    status: "Sending data".into(),
-                    duration_us: profile.0,
-                    cpu_user_us: profile.1,
-                    ..Default::default()
-                },
-            ],
-        })),
+        // Five profiled queries, as the probe takes them: the field report's profile with a
+        // few percent of run-to-run variation.
+        profile: Some(Gathered::Available(profiled(profile, 0))),
+        more_profiles: (1..5).map(|k| profiled(profile, k)).collect(),
+    }
+}
+
+/// One profiled k-NN query: the dominant stage `(duration µs, CPU µs)`, varied by `k`.
+fn profiled(profile: (u64, u64), k: u64) -> QueryProfile {
+    let vary = |x: u64| x + x * (k % 3) / 50;
+    QueryProfile {
+        index: "app.docs (e)".into(),
+        stages: vec![
+            ProfileStage {
+                status: "Opening tables".into(),
+                duration_us: 18,
+                cpu_user_us: 18,
+                ..Default::default()
+            },
+            ProfileStage {
+                status: "Sending data".into(),
+                duration_us: vary(profile.0),
+                cpu_user_us: vary(profile.1),
+                ..Default::default()
+            },
+        ],
     }
 }
 
@@ -159,7 +169,7 @@ fn aix() -> Snapshot {
                 p.affinity = None;
                 p.affinity_cpus = None;
             }
-            o.cpu_time = Gathered::Available(CpuTime { basis: "window 1.00 s".into(), steal_share: None, busy_share: Some(0.3) });
+            o.cpu_time = Gathered::Available(CpuTime { basis: "window 1.00 s".into(), steal_share: None, busy_share: Some(0.3), ..Default::default() });
             let mut p = lpar(true, false, false, 7.2, 12);
             p.smt_threads = Some(4);
             p.counters_basis = Some("window 1.00 s".into());
@@ -220,6 +230,7 @@ fn linux() -> Snapshot {
                 basis: "window 1.00 s".into(),
                 steal_share: Some(0.0),
                 busy_share: Some(0.3),
+                ..Default::default()
             });
         })
         .build();

@@ -187,6 +187,15 @@ pub struct CpuTime {
     pub basis: String,
     pub steal_share: Option<f64>,
     pub busy_share: Option<f64>,
+    /// Linux: the `/proc/stat` ticks (USER_HZ, all CPUs) the shares were computed from. A
+    /// 1 s window on 2 CPUs is 200 ticks, where a handful of stolen ticks swing the share by
+    /// several points. `None` where the counters are not tick-based (AIX PURR, timebase
+    /// resolution) or in older snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticks: Option<u64>,
+    /// Linux: the steal share since boot, beside a window's, for when the window is too short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_boot_steal_share: Option<f64>,
 }
 
 /// A PowerVM logical partition.

@@ -87,9 +87,17 @@ fn probe() -> impl Strategy<Value = Probe> {
             profile: with_profile.then(|| {
                 Gathered::Available(QueryProfile {
                     index: "i".into(),
-                    stages,
+                    stages: stages.clone(),
                 })
             }),
+            more_profiles: if with_profile {
+                vec![QueryProfile {
+                    index: "i".into(),
+                    stages,
+                }]
+            } else {
+                vec![]
+            },
         })
 }
 

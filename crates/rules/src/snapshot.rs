@@ -303,6 +303,12 @@ pub struct VectorIndex {
     pub hidden_table: Option<String>,
     /// On-disk size of the hidden table's clustered index, bytes.
     pub hidden_table_bytes: Option<u64>,
+    /// Where `rows` and `hidden_table_bytes` came from when InnoDB's in-memory statistics were
+    /// not loaded (a table evicted from the dictionary cache reads `NUM_ROWS = 0` and
+    /// `CLUST_INDEX_SIZE = 0`): the persistent statistics and their age, the file allocation,
+    /// or why the size is unknown. `None` when the live statistics were used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_source: Option<String>,
     /// `INFORMATION_SCHEMA.VECTOR_INDEXES.CACHE_OVERFLOWS`, where the server has it.
     pub cache_overflows: Option<u64>,
     /// `INFORMATION_SCHEMA.VECTOR_INDEXES.MEMORY_SIZE`: the cache's current size.
@@ -319,8 +325,13 @@ impl VectorIndex {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Probe {
     pub indexes: Vec<IndexProbe>,
-    /// `SHOW PROFILE ALL` of one probe query.
+    /// `SHOW PROFILE ALL` of the first profiled probe query.
     pub profile: Option<Gathered<QueryProfile>>,
+    /// The further profiled probe queries (other query vectors, same index), so a stall share
+    /// is judged over several queries and not on one noisy sample. Empty in snapshots of
+    /// powerdiag 0.1 before this field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_profiles: Vec<QueryProfile>,
 }
 
 /// The k-NN queries run against one vector index.

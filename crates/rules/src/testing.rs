@@ -239,6 +239,7 @@ pub fn big_vector_index() -> VectorIndex {
         hidden_table_bytes: Some(2276 * 16384),
         cache_overflows: None,
         cache_memory_bytes: None,
+        size_source: None,
     }
 }
 
@@ -309,6 +310,7 @@ pub fn linux_os() -> OsFacts {
             basis: "window 1.00 s".into(),
             steal_share: Some(0.0),
             busy_share: Some(0.7),
+            ..Default::default()
         }),
         partition: Gathered::Available(None),
         counters: Gathered::Available(PerfCounters {
@@ -445,6 +447,7 @@ pub fn aix_os() -> OsFacts {
             basis: "window 1.00 s".into(),
             steal_share: None,
             busy_share: Some(0.73),
+            ..Default::default()
         }),
         partition: Gathered::Available(Some(partition)),
         counters: Gathered::Unavailable(

@@ -568,7 +568,7 @@ mod tests {
                     queries,
                     ..Default::default()
                 }],
-                profile: None,
+                ..Default::default()
             })
             .build();
         let text = encode_sample(

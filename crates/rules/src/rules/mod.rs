@@ -283,6 +283,7 @@ pub(crate) mod tests_support {
                         basis: "since boot".into(),
                         steal_share: Some(0.2),
                         busy_share: Some(0.8),
+                        ..Default::default()
                     });
                     if let Gathered::Available(t) = &mut o.topology {
                         t.numa_nodes.push(NumaNode {

@@ -88,23 +88,39 @@ impl Rule for MhnswCacheUndersized {
                         format_bytes(est.bytes),
                         est.method
                     ));
+                    if let Some(src) = &idx.size_source {
+                        evidence.push(format!("{}: {src}", idx.qualified_name()));
+                    }
+                    if let Some(src) = idx.rows_source.as_deref().filter(|s| s.contains("stale")) {
+                        evidence.push(format!("{}: rows from {src}", idx.qualified_name()));
+                    }
                     if est.bytes > limit {
                         too_big.push((idx, est.bytes));
                     }
                 }
                 None => {
-                    evidence.push(format!("{}: size unknown", idx.qualified_name()));
+                    evidence.push(format!(
+                        "{}: size unknown{}",
+                        idx.qualified_name(),
+                        idx.size_source
+                            .as_deref()
+                            .map(|s| format!(" ({s})"))
+                            .unwrap_or_default()
+                    ));
                     unknown.push(idx.qualified_name());
                 }
             }
         }
 
         if too_big.is_empty() {
-            if !unknown.is_empty() && unknown.len() == indexes.len() {
-                return Err(Verdict::insufficient(format!(
-                    "the graph size of {} could not be estimated (needs PROCESS for INFORMATION_SCHEMA.INNODB_SYS_TABLESTATS, or table rows and the column's dimensions)",
+            // A size that could not be read is never a pass, even beside indexes that fit.
+            if !unknown.is_empty() {
+                let mut v = Verdict::insufficient(format!(
+                    "the graph size of {} could not be estimated (needs PROCESS for INFORMATION_SCHEMA.INNODB_SYS_TABLESTATS and SELECT on mysql.innodb_table_stats, or table rows and the column's dimensions)",
                     unknown.join(", ")
-                )));
+                ));
+                v.evidence = evidence;
+                return Err(v);
             }
             let mut v = Verdict::pass(format!(
                 "every vector index's estimated graph fits mhnsw_max_cache_size ({})",
@@ -212,6 +228,34 @@ mod tests {
         let v = check(&s);
         assert_eq!(v.status, Status::InsufficientData);
         assert!(v.summary.contains("not reachable"), "{}", v.summary);
+    }
+
+    /// An index that fits beside one whose statistics were not loaded is not a pass.
+    #[test]
+    fn one_unknown_size_is_never_a_pass() {
+        let mut small = big_vector_index();
+        small.table = "small".into();
+        small.rows = Some(100);
+        small.hidden_table_bytes = Some(16384);
+        let mut evicted = big_vector_index();
+        evicted.rows = None;
+        evicted.hidden_table_bytes = None;
+        evicted.size_source = Some("statistics not loaded; no other source of its size".into());
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .var(Var::MhnswMaxCacheSize, "1073741824")
+            .vector_index(small)
+            .vector_index(evicted)
+            .build();
+        let v = check(&s);
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("app.docs (e)"), "{}", v.summary);
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e.contains("statistics not loaded")),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -287,7 +287,7 @@ pub(crate) mod tests {
                 budget_exhausted: false,
                 error: None,
             }],
-            profile: None,
+            ..Default::default()
         }
     }
 

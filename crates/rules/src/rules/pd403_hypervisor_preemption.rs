@@ -13,6 +13,14 @@ declare_rule! {
     /// dispatches exceed 10%, or involuntary switches exceed 30% of all. All four thresholds are
     /// *heuristic*: there is no published cut-off.
     ///
+    /// Linux counts CPU time in ticks (USER_HZ, normally 100 per second per CPU): a 1 s window
+    /// on a 2-CPU host is 200 ticks, where a burst of a dozen stolen ticks reads as 6% and the
+    /// next run reads 0% — the verdict flipped between two runs on an unchanged host. A window
+    /// shorter than `min_window_ticks` (default 1,000 ticks, e.g. 5 s on 2 CPUs) does not
+    /// decide: the rule judges the steal share since boot instead and says so, or, without
+    /// it, answers `insufficient_data` naming the window to use (`--sample-window`). AIX's
+    /// PURR-based counters have timebase resolution and are not tick-limited.
+    ///
     /// ### Why is this bad?
     /// A preempted virtual processor stops mid-query, and when it runs again its L2/L3 lines
     /// are gone — the worst case for pointer-chasing work such as a vector-graph walk. In the
@@ -31,7 +39,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "the hypervisor takes a significant share of CPU time or scatters dispatches",
-        thresholds: [MAX_STEAL, MAX_DISPERSIONS, MAX_FAR, MAX_INVOLUNTARY],
+        thresholds: [MAX_STEAL, MAX_DISPERSIONS, MAX_FAR, MAX_INVOLUNTARY, MIN_WINDOW_TICKS],
     }
 }
 
@@ -68,13 +76,49 @@ const MAX_INVOLUNTARY: Threshold = Threshold {
     doc: "AIX involuntary virtual context switches, as a share of all (heuristic)",
 };
 
+const MIN_WINDOW_TICKS: Threshold = Threshold {
+    key: "min_window_ticks",
+    default: 1000.0,
+    min: 1.0,
+    max: 1e12,
+    unit: Unit::Count,
+    doc: "fewest /proc/stat ticks (all CPUs) a window's steal share needs to decide the verdict",
+};
+
 impl Rule for HypervisorPreemption {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.cpu_time()?;
         let mut evidence = Vec::new();
         let mut problems = Vec::new();
-        if let Some(steal) = t.steal_share {
-            evidence.push(format!("steal {} of CPU time ({})", pct(steal), t.basis));
+        let mut too_short = None;
+        let min_ticks = limits.count(&MIN_WINDOW_TICKS);
+        let steal = match (t.steal_share, t.ticks) {
+            (Some(share), Some(ticks)) if t.basis != "since boot" && ticks < min_ticks => {
+                let why = format!(
+                    "the {} measured only {ticks} CPU ticks (steal {}); {min_ticks} are needed for a share that does not swing from run to run — use a longer --sample-window (e.g. {:.0} s here)",
+                    t.basis,
+                    pct(share),
+                    // The window's seconds scaled to the needed ticks, at least 5 s.
+                    window_secs(&t.basis)
+                        .map(|s| (s * min_ticks as f64 / ticks.max(1) as f64).ceil().max(5.0))
+                        .unwrap_or(10.0),
+                );
+                match t.since_boot_steal_share {
+                    Some(boot) => {
+                        evidence.push(format!("{why}: judged on the since-boot average"));
+                        Some((boot, "since boot".to_owned()))
+                    }
+                    None => {
+                        too_short = Some(why);
+                        None
+                    }
+                }
+            }
+            (Some(share), _) => Some((share, t.basis.clone())),
+            (None, _) => None,
+        };
+        if let Some((steal, basis)) = steal {
+            evidence.push(format!("steal {} of CPU time ({basis})", pct(steal)));
             if steal > limits.get(&MAX_STEAL) {
                 problems.push(format!(
                     "steal is {} of CPU time (heuristic limit {})",
@@ -122,6 +166,16 @@ impl Rule for HypervisorPreemption {
                 limits.get(&MAX_INVOLUNTARY),
             );
         }
+        if let Some(why) = too_short {
+            // The steal share could not be judged: a pass on the other counters alone would
+            // claim what was not measured.
+            if problems.is_empty() {
+                let mut v = Verdict::insufficient(why);
+                v.evidence = evidence;
+                return Err(v);
+            }
+            evidence.push(why);
+        }
         if evidence.is_empty() {
             return Err(Verdict::insufficient(
                 "the kernel reports no steal time and no partition dispatch counters",
@@ -137,6 +191,15 @@ impl Rule for HypervisorPreemption {
     }
 }
 
+/// The seconds of a `window 1.00 s` basis.
+fn window_secs(basis: &str) -> Option<f64> {
+    basis
+        .strip_prefix("window ")?
+        .strip_suffix(" s")?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +213,7 @@ mod tests {
                     basis: "window 1.00 s".into(),
                     steal_share: Some(steal),
                     busy_share: Some(0.5),
+                    ..Default::default()
                 });
                 if let Some(p) = p {
                     on_power_lpar(o, p, 96, 8);
@@ -176,6 +240,7 @@ mod tests {
                         basis: "window 1.00 s".into(),
                         steal_share: Some(steal),
                         busy_share: Some(0.5),
+                        ..Default::default()
                     });
                 })
                 .build()
@@ -190,6 +255,48 @@ mod tests {
         let v = HypervisorPreemption.check(&s(0.03), &strict).unwrap();
         assert_eq!(v.status, Status::Fail);
         assert!(v.summary.contains("heuristic limit 2.0%"), "{}", v.summary);
+    }
+
+    fn windowed(steal: f64, ticks: u64, since_boot: Option<f64>) -> Verdict {
+        let s = SnapshotBuilder::new()
+            .os(|o| {
+                o.cpu_time = Gathered::Available(CpuTime {
+                    basis: "window 1.00 s".into(),
+                    steal_share: Some(steal),
+                    busy_share: Some(0.5),
+                    ticks: Some(ticks),
+                    since_boot_steal_share: since_boot,
+                });
+            })
+            .build();
+        verdict(&HypervisorPreemption, &s)
+    }
+
+    /// The flapping case: 1 s on 2 CPUs, 0.0% in one run and 7.7% in the next. Neither
+    /// decides; both runs give the same verdict from the since-boot share.
+    #[test]
+    fn a_window_of_too_few_ticks_does_not_decide() {
+        let a = windowed(0.0, 200, Some(0.004));
+        let b = windowed(0.077, 195, Some(0.004));
+        assert_eq!(a.status, Status::Pass, "{a:?}");
+        assert_eq!(b.status, Status::Pass, "{b:?}");
+        assert!(
+            b.evidence.iter().any(|e| e.contains("only 195 CPU ticks")
+                && e.contains("judged on the since-boot average")),
+            "{b:?}"
+        );
+        assert!(
+            b.evidence
+                .iter()
+                .any(|e| e.contains("0.4% of CPU time (since boot)"))
+        );
+        // Without a since-boot share there is nothing to judge.
+        let c = windowed(0.077, 195, None);
+        assert_eq!(c.status, Status::InsufficientData, "{c:?}");
+        assert!(c.summary.contains("--sample-window"), "{}", c.summary);
+        // A long enough window decides on its own.
+        assert_eq!(windowed(0.077, 2000, Some(0.0)).status, Status::Fail);
+        assert_eq!(windowed(0.01, 2000, Some(0.2)).status, Status::Pass);
     }
 
     #[test]
@@ -213,6 +320,7 @@ mod tests {
                     basis: "window 1.00 s".into(),
                     steal_share: None,
                     busy_share: Some(0.5),
+                    ..Default::default()
                 });
                 on_power_lpar(o, p, 96, 8);
             })
@@ -230,6 +338,7 @@ mod tests {
                     basis: "since boot".into(),
                     steal_share: None,
                     busy_share: None,
+                    ..Default::default()
                 })
             })
             .build();

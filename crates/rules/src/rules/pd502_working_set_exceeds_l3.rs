@@ -39,10 +39,23 @@ impl Rule for WorkingSetExceedsL3 {
         s.db_host()?;
         let db = s.db()?;
         let graph = match &db.vector_indexes {
-            Gathered::Available(v) => v
-                .iter()
-                .filter_map(|i| db.graph_estimate(i).map(|e| (i.qualified_name(), e.bytes)))
-                .max_by_key(|(_, b)| *b),
+            Gathered::Available(v) => {
+                // A graph whose size could not be read is not 0 bytes, and the buffer pool
+                // would not stand for it.
+                if let Some(i) = v.iter().find(|i| db.graph_estimate(i).is_none()) {
+                    return Err(Verdict::insufficient(format!(
+                        "the vector graph size of {} is unknown{}",
+                        i.qualified_name(),
+                        i.size_source
+                            .as_deref()
+                            .map(|s| format!(": {s}"))
+                            .unwrap_or_default()
+                    )));
+                }
+                v.iter()
+                    .filter_map(|i| db.graph_estimate(i).map(|e| (i.qualified_name(), e.bytes)))
+                    .max_by_key(|(_, b)| *b)
+            }
             Gathered::Unavailable(_) => None,
         };
         let (what, bytes) = match graph {

@@ -45,7 +45,15 @@ pub(crate) async fn discover(
     } else {
         match s.query(HIDDEN_SQL).await {
             Ok(rows) => {
-                d.indexes = parse_hidden_tables(&text_rows(&rows), page);
+                let hidden = parse_hidden_tables(&text_rows(&rows), page);
+                d.indexes = if hidden.iter().all(|h| h.loaded) {
+                    resolve_sizes(hidden, Ok(&[]), page)
+                } else {
+                    match s.query(PERSISTENT_SQL).await {
+                        Ok(rows) => resolve_sizes(hidden, Ok(&text_rows(&rows)), page),
+                        Err(e) => resolve_sizes(hidden, Err(&e.message), page),
+                    }
+                };
             }
             Err(e) if e.kind == DbErrorKind::MissingPrivilege => {
                 let grant = format!("GRANT PROCESS ON *.* TO {}", s.account());
@@ -104,27 +112,112 @@ const HIDDEN_SQL: &str = "SELECT t.NAME, s.NUM_ROWS, s.CLUST_INDEX_SIZE, ts.ALLO
      LEFT JOIN information_schema.INNODB_SYS_TABLESPACES ts ON ts.SPACE = t.SPACE \
      WHERE t.NAME LIKE '%#i#%'";
 
-pub(crate) fn parse_hidden_tables(rows: &[TextRow], page: u64) -> Vec<VectorIndex> {
+/// A hidden graph table as `INNODB_SYS_TABLESTATS` shows it.
+#[derive(Debug)]
+pub(crate) struct Hidden {
+    pub(crate) index: VectorIndex,
+    /// `INNODB_SYS_TABLESPACES.ALLOCATED_SIZE`: the file's allocation, an upper bound.
+    allocated: Option<u64>,
+    /// False when the in-memory statistics are not loaded (`CLUST_INDEX_SIZE` 0 or NULL: a
+    /// clustered index always has its root page): `NUM_ROWS` is then 0, not a count.
+    loaded: bool,
+}
+
+pub(crate) fn parse_hidden_tables(rows: &[TextRow], page: u64) -> Vec<Hidden> {
     let mut out = Vec::new();
     for r in rows {
         let Some(name) = tcol(r, 0) else { continue };
         let Some((schema, table, _key)) = split_hidden_name(&name) else {
             continue;
         };
-        let rows_n = tcol_u64(r, 1);
-        let clust_pages = tcol_u64(r, 2);
-        let allocated = tcol_u64(r, 3);
-        out.push(VectorIndex {
-            schema,
-            table,
-            rows: rows_n,
-            rows_source: rows_n.map(|_| "innodb_sys_tablestats (hidden graph table)".to_owned()),
-            hidden_table: Some(name),
-            hidden_table_bytes: clust_pages.map(|p| p.saturating_mul(page)).or(allocated),
-            ..Default::default()
+        let clust_pages = tcol_u64(r, 2).filter(|p| *p > 0);
+        let loaded = clust_pages.is_some();
+        let rows_n = tcol_u64(r, 1).filter(|_| loaded);
+        out.push(Hidden {
+            index: VectorIndex {
+                schema,
+                table,
+                rows: rows_n,
+                rows_source: rows_n
+                    .map(|_| "innodb_sys_tablestats (hidden graph table)".to_owned()),
+                hidden_table: Some(name),
+                hidden_table_bytes: clust_pages.map(|p| p.saturating_mul(page)),
+                ..Default::default()
+            },
+            allocated: tcol_u64(r, 3).filter(|a| *a > 0),
+            loaded,
         });
     }
     out
+}
+
+/// The persistent statistics of the hidden tables, for those whose in-memory statistics are
+/// not loaded: one statement, bounded by the number of vector indexes. The age is computed by
+/// the server (its clock and time zone).
+const PERSISTENT_SQL: &str = "SELECT CONCAT(database_name, '/', table_name), n_rows, \
+     clustered_index_size, TIMESTAMPDIFF(SECOND, last_update, NOW()) \
+     FROM mysql.innodb_table_stats WHERE table_name LIKE '%#i#%'";
+
+/// Sizes for hidden tables without loaded statistics, best source first: the persistent
+/// statistics (`mysql.innodb_table_stats`, with their age), else the file allocation (an
+/// upper bound), else unknown — never 0 bytes. `persistent` is `Err(why)` when they could not
+/// be read.
+pub(crate) fn resolve_sizes(
+    hidden: Vec<Hidden>,
+    persistent: Result<&[TextRow], &str>,
+    page: u64,
+) -> Vec<VectorIndex> {
+    const UNLOADED: &str = "InnoDB's in-memory statistics of the hidden graph table were not loaded (NUM_ROWS and CLUST_INDEX_SIZE read 0: the table was evicted from the dictionary cache)";
+    hidden
+        .into_iter()
+        .map(|h| {
+            let mut idx = h.index;
+            if h.loaded {
+                return idx;
+            }
+            let name = idx.hidden_table.clone().unwrap_or_default();
+            let stored = persistent.ok().and_then(|rows| {
+                rows.iter()
+                    .find(|r| tcol(r, 0).as_deref() == Some(name.as_str()))
+                    .and_then(|r| {
+                        let pages = tcol_u64(r, 2).filter(|p| *p > 0)?;
+                        Some((tcol_u64(r, 1), pages, tcol(r, 3)))
+                    })
+            });
+            if let Some((rows, pages, age)) = stored {
+                idx.rows = rows;
+                idx.rows_source = rows.map(|_| "mysql.innodb_table_stats (hidden graph table)".into());
+                idx.hidden_table_bytes = Some(pages.saturating_mul(page));
+                idx.size_source = Some(format!(
+                    "{UNLOADED}; sized from mysql.innodb_table_stats, updated {} ago",
+                    age.and_then(|a| a.parse::<i64>().ok())
+                        .map(|a| humanize_secs(a.max(0)))
+                        .unwrap_or_else(|| "at an unknown time".into())
+                ));
+            } else if let Some(allocated) = h.allocated {
+                idx.hidden_table_bytes = Some(allocated);
+                idx.size_source = Some(format!(
+                    "{UNLOADED}; sized from the file allocation (INNODB_SYS_TABLESPACES.ALLOCATED_SIZE, an upper bound){}",
+                    match persistent {
+                        Err(why) => format!(": mysql.innodb_table_stats could not be read ({why})"),
+                        Ok(_) => ": mysql.innodb_table_stats has no row for it".into(),
+                    }
+                ));
+            } else {
+                idx.size_source = Some(format!("{UNLOADED}; no other source of its size"));
+            }
+            idx
+        })
+        .collect()
+}
+
+fn humanize_secs(s: i64) -> String {
+    match s {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s if s < 172_800 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
 }
 
 /// `db/t#i#01` → (`db`, `t`, 1).
@@ -233,11 +326,29 @@ async fn describe(s: &mut Session, indexes: &mut [VectorIndex]) -> Result<(), Db
             }
             idx.column = Some(def.column.clone());
             idx.dimensions = idx.dimensions.or(def.dims);
-            if idx.rows.is_none() {
-                idx.rows = def.table_rows;
-                idx.rows_source = def
-                    .table_rows
-                    .map(|_| "information_schema.TABLES.TABLE_ROWS (estimate)".into());
+            // The graph has a node per base-table row. The hidden table's statistics can be
+            // missing (not loaded) or stale: MariaDB 11.8 recalculates them rarely (measured:
+            // 14 rows and 1 page persisted for a 5,000-row index after ANALYZE TABLE of the
+            // base table), while the base table's estimate follows its own DML. The larger
+            // count wins; a smaller base estimate never lowers the hidden table's.
+            let from_view = idx
+                .rows_source
+                .as_deref()
+                .is_some_and(|s| s.starts_with("information_schema.VECTOR_INDEXES"));
+            match (idx.rows, def.table_rows) {
+                (None, Some(base)) => {
+                    idx.rows = Some(base);
+                    idx.rows_source = Some(
+                        "information_schema.TABLES.TABLE_ROWS of the base table (estimate)".into(),
+                    );
+                }
+                (Some(hidden), Some(base)) if base > hidden && !from_view => {
+                    idx.rows = Some(base);
+                    idx.rows_source = Some(format!(
+                        "information_schema.TABLES.TABLE_ROWS of the base table (estimate); the hidden graph table's statistics say {hidden} rows (stale)"
+                    ));
+                }
+                _ => {}
             }
         }
     }
@@ -348,7 +459,7 @@ mod tests {
             row(&[Some("not-hidden"), Some("1"), Some("1"), None]),
             row(&[None]),
         ];
-        let got = parse_hidden_tables(&rows, 16384);
+        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Err("denied"), 16384);
         assert_eq!(got.len(), 2);
         assert_eq!(
             (got[0].schema.as_str(), got[0].table.as_str()),
@@ -356,11 +467,62 @@ mod tests {
         );
         assert_eq!(got[0].rows, Some(17792));
         assert_eq!(got[0].hidden_table_bytes, Some(2276 * 16384));
+        assert_eq!(got[0].size_source, None);
         assert_eq!(got[1].rows, None);
         assert_eq!(
             got[1].hidden_table_bytes,
             Some(65536),
             "falls back to the allocated size"
+        );
+        assert!(got[1].size_source.as_deref().unwrap().contains("denied"));
+    }
+
+    /// Measured on 11.8: after 2,000 other tables were opened, the evicted hidden table read
+    /// NUM_ROWS = 0 and CLUST_INDEX_SIZE = 0 for minutes while ALLOCATED_SIZE said 46 MB.
+    /// 0 pages are unknown, never 0 bytes.
+    #[test]
+    fn unloaded_statistics_are_not_zero_bytes() {
+        let rows = [row(&[
+            Some("app/docs#i#01"),
+            Some("0"),
+            Some("0"),
+            Some("46137344"),
+        ])];
+        let persistent = [row(&[
+            Some("app/docs#i#01"),
+            Some("20000"),
+            Some("2276"),
+            Some("300"),
+        ])];
+        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Ok(&persistent), 16384);
+        assert_eq!(got[0].rows, Some(20000));
+        assert_eq!(got[0].hidden_table_bytes, Some(2276 * 16384));
+        let why = got[0].size_source.as_deref().unwrap();
+        assert!(
+            why.contains("innodb_table_stats, updated 5 min ago"),
+            "{why}"
+        );
+        // No persistent row: the allocation, said to be an upper bound.
+        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Ok(&[]), 16384);
+        assert_eq!(got[0].rows, None);
+        assert_eq!(got[0].hidden_table_bytes, Some(46137344));
+        assert!(
+            got[0]
+                .size_source
+                .as_deref()
+                .unwrap()
+                .contains("upper bound")
+        );
+        // Nothing at all: unknown.
+        let bare = [row(&[Some("app/docs#i#01"), Some("0"), Some("0"), None])];
+        let got = resolve_sizes(parse_hidden_tables(&bare, 16384), Ok(&[]), 16384);
+        assert_eq!((got[0].rows, got[0].hidden_table_bytes), (None, None));
+        assert!(
+            got[0]
+                .size_source
+                .as_deref()
+                .unwrap()
+                .contains("no other source")
         );
     }
 

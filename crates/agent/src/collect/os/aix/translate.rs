@@ -71,6 +71,9 @@ pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
             basis: w.basis.clone(),
             steal_share: w.steal_share,
             busy_share: w.busy_share,
+            // PURR counters have timebase resolution: no tick granularity to guard against.
+            ticks: None,
+            since_boot_steal_share: None,
         })),
         partition: gathered(match (&raw.now, &window) {
             (Ok(now), Ok(w)) => Ok(partition(now, w)),

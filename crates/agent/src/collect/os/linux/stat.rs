@@ -41,6 +41,7 @@ pub(super) fn parse(text: &str) -> Option<Ticks> {
 }
 
 pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
+    let since_boot_steal_share = (b.total > 0).then(|| b.steal as f64 / b.total as f64);
     let (basis, d) = match a {
         Some(a) if b.total > a.total => (
             format!("window {window_secs:.2} s"),
@@ -57,6 +58,8 @@ pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
             basis,
             steal_share: None,
             busy_share: None,
+            ticks: Some(0),
+            since_boot_steal_share,
         };
     }
     let t = d.total as f64;
@@ -64,6 +67,8 @@ pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
         basis,
         steal_share: Some(d.steal as f64 / t),
         busy_share: Some(1.0 - (d.idle.saturating_add(d.steal)) as f64 / t),
+        ticks: Some(d.total),
+        since_boot_steal_share,
     }
 }
 
