@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every powerdiag test, doing all set-up on a fresh Debian 12 machine:
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
+#      tests/harness/orm.sh setup: Django and PyMySQL in a virtualenv (cached) for the
+#      statement tests;
 #   2. cargo fmt --check, clippy -D warnings, cargo check for ppc64le and arm64, and the AIX
 #      compile check of perfstat-sys (crates/perfstat-sys/ci-check.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
@@ -11,7 +13,7 @@
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
-# scale = +19, evict = +17),
+# scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -22,6 +24,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 step "set-up (tests/harness/setup.sh)"
 "$HERE/harness/setup.sh"
+"$HERE/harness/orm.sh" setup
 # rustup puts cargo in ~/.cargo/bin; a fresh login shell may not have it on PATH yet.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then
@@ -49,7 +52,7 @@ base=${POWERDIAG_IT_PORT_BASE:-33100}
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -63,7 +66,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (three) and 10.11 (two) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (four) and 10.11 (three) under $POWERDIAG_IT_DIR"
 "$HERE/harness/mariadb.sh" start m118 11.8 $((base + 18)) &
 p1=$!
 "$HERE/harness/mariadb.sh" start m1011 10.11 $((base + 10)) &
@@ -75,7 +78,13 @@ p4=$!
 # evict: restarted by tests/it/evicted_stats.rs, whose undersized vector cache must survive that.
 POWERDIAG_IT_MARIADB_OPTIONS=mhnsw_max_cache_size=1M "$HERE/harness/mariadb.sh" start evict 11.8 $((base + 17)) &
 p5=$!
-wait "$p1" && wait "$p2" && wait "$p3" && wait "$p4" && wait "$p5"
+# stmt118, stmt1011: performance_schema ON, owned by tests/it/statements.rs (it resets the
+# digest table and drives an ORM application).
+"$HERE/harness/mariadb.sh" start stmt118 11.8 $((base + 20)) &
+p6=$!
+POWERDIAG_IT_MARIADB_PFS=ON "$HERE/harness/mariadb.sh" start stmt1011 10.11 $((base + 12)) &
+p7=$!
+wait "$p1" && wait "$p2" && wait "$p3" && wait "$p4" && wait "$p5" && wait "$p6" && wait "$p7"
 for s in "${SERVERS[@]}"; do
     eval "$("$HERE/harness/mariadb.sh" env "$s")"
 done

@@ -15,9 +15,12 @@
 //! system schema (`mysql`, `performance_schema`, `information_schema`, `sys`), and digests
 //! whose text reads server state rather than application data — `SHOW ...`, `SET ...`,
 //! `SELECT @@...`, and anything naming a system schema's table (`` `performance_schema` .
-//! ``, `` `information_schema` . ``, `` `mysql` . ``, `` `sys` . ``). That is every statement
-//! powerdiag itself sends except the probe's k-NN queries (those the rules leave out as
-//! vector searches). Recognising powerdiag by its connection is not possible here: the digest
+//! ``, `` `information_schema` . ``, `` `mysql` . ``, `` `sys` . ``), and the probe's shapes:
+//! `SELECT 1 FROM … ORDER BY VEC_DISTANCE…` (an application selects columns) and anything
+//! calling `VEC_ToText` (the probe reading stored vectors). That is every statement powerdiag
+//! itself sends but the probe's one `SELECT MIN(pk), MAX(pk)`, so doctor's own probe does not
+//! change the next doctor's statement verdicts. Recognising powerdiag by its connection is not
+//! possible here: the digest
 //! table has no user or thread column, and a marker comment does not survive into the digest
 //! text. Other monitors' statements (exporters reading `SHOW GLOBAL STATUS`) are left out by
 //! the same patterns, which is intended: no index fixes them.
@@ -128,6 +131,9 @@ pub(crate) fn application_filter() -> String {
         "%`information\\_schema` .%",
         "%`mysql` .%",
         "%`sys` .%",
+        // The probe's k-NN queries and its reads of stored vectors.
+        "SELECT ? FROM % ORDER BY %VEC\\_DISTANCE%",
+        "%VEC\\_ToText%",
     ];
     let not_like: Vec<String> = text_patterns
         .iter()
@@ -150,7 +156,7 @@ pub(crate) fn aggregate_sql(window_secs: u64) -> String {
          (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation'), \
          COUNT(*), SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) DIV 1000000, \
          SUM({r}), SUM(IF({r}, COUNT_STAR, 0)), SUM(IF({r}, SUM_TIMER_WAIT, 0)) DIV 1000000, \
-         MIN(FIRST_SEEN), MAX(LAST_SEEN), SUM(DIGEST IS NULL) \
+         DATE_FORMAT(MIN(FIRST_SEEN), '%Y-%m-%d %H:%i:%s'), DATE_FORMAT(MAX(LAST_SEEN), '%Y-%m-%d %H:%i:%s'), SUM(DIGEST IS NULL) \
          FROM {TABLE} WHERE {}",
         application_filter()
     )
@@ -163,7 +169,8 @@ pub(crate) fn top_sql(window_secs: u64, limit: u32) -> String {
          SUM_TIMER_WAIT DIV 1000000, MAX_TIMER_WAIT DIV 1000000, SUM_LOCK_TIME DIV 1000000, \
          SUM_ROWS_EXAMINED, SUM_ROWS_SENT, SUM_ROWS_AFFECTED, SUM_NO_INDEX_USED, \
          SUM_NO_GOOD_INDEX_USED, SUM_CREATED_TMP_TABLES, SUM_CREATED_TMP_DISK_TABLES, \
-         SUM_SORT_MERGE_PASSES, SUM_SELECT_FULL_JOIN, FIRST_SEEN, LAST_SEEN, \
+         SUM_SORT_MERGE_PASSES, SUM_SELECT_FULL_JOIN, \
+         DATE_FORMAT(FIRST_SEEN, '%Y-%m-%d %H:%i:%s'), DATE_FORMAT(LAST_SEEN, '%Y-%m-%d %H:%i:%s'), \
          TIMESTAMPDIFF(SECOND, LAST_SEEN, NOW(6)), TIMESTAMPDIFF(SECOND, FIRST_SEEN, NOW(6)) \
          FROM {TABLE} WHERE DIGEST IS NOT NULL AND {} AND {} \
          ORDER BY SUM_TIMER_WAIT DESC LIMIT {limit}",
@@ -487,7 +494,7 @@ mod tests {
         let d = &st.digests[0];
         assert_eq!((d.calls, d.time_us, d.no_index_used, d.rows_examined), (100, 4_000_000, 100, 100_000_000));
         assert_eq!(d.schema.as_deref(), Some("orm"));
-        assert!(st.period_text().contains("server up 1 h 6 min"), "{}", st.period_text());
+        assert!(st.period_text().contains("server up 66 min 40 s"), "{}", st.period_text());
     }
 
     #[test]
