@@ -203,6 +203,22 @@ fn agent_story(server: &Server) {
         "the agent did not fail PD701-PD704 while the naive pages ran: {:?}",
         RULES.map(|c| agent_status(agent.port, c))
     );
+    // Counters per busiest digest, the rest in `other`, the text in an info metric.
+    let (_, _, body) = get(agent.port, "/metrics").unwrap();
+    for needle in [
+        "powerdiag_mariadb_statement_calls_total{schema=\"orm\",digest=\"",
+        "powerdiag_mariadb_statement_seconds_total{schema=\"orm\",digest=\"",
+        "powerdiag_mariadb_statement_calls_total{schema=\"\",digest=\"other\"}",
+        "powerdiag_mariadb_statement_info{schema=\"orm\",digest=\"",
+        "FROM `shop_person` WHERE",
+    ] {
+        assert!(body.contains(needle), "{needle} missing from\n{body}");
+    }
+    let series = body
+        .lines()
+        .filter(|l| l.starts_with("powerdiag_mariadb_statement_calls_total{"))
+        .count();
+    assert!((2..=21).contains(&series), "{series} series:\n{body}");
     orm(server, &["fix"]);
     let passed = while_running(server, &["good", "400"], || {
         eventually(limit, || {

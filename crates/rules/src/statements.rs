@@ -53,6 +53,26 @@ pub struct Statements {
     /// Partial problems (a digest the interval could not difference, a reset between reads).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The agent only: running totals since the agent started, for its metrics — the busiest
+    /// digests of the last interval (`[statements] top`) and one `other` entry (digest
+    /// `other`) summing every other statement, so the series stay bounded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<DigestCounters>,
+}
+
+/// Running totals of one digest (or of `other`) since the agent started: counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DigestCounters {
+    pub schema: Option<String>,
+    /// The digest hash, or `other`.
+    pub digest: String,
+    /// The digest text (empty for `other`).
+    pub text: String,
+    pub calls: u64,
+    pub time_us: u64,
+    pub rows_examined: u64,
+    pub rows_sent: u64,
+    pub no_index_used: u64,
 }
 
 /// Totals over every application digest in the window.

@@ -155,6 +155,7 @@ impl SnapshotBuilder {
             limit: 100,
             digests,
             notes: Vec::new(),
+            counters: Vec::new(),
         });
         self.var(Var::PerformanceSchema, "ON")
     }

@@ -81,6 +81,7 @@ pub async fn run(
                 statements: cfg.statements.enabled.then(|| StatementOptions {
                     limit: cfg.statements.limit,
                     tracker: Some(statements.clone()),
+                    counters_top: cfg.statements.top,
                     ..Default::default()
                 }),
             },

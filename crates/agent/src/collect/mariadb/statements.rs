@@ -32,7 +32,7 @@ use std::{
 };
 
 use powerdiag_rules::{
-    DbError, DbErrorKind, Digest, MariadbFacts, StatementPeriod, StatementTotals, Statements,
+    DbError, DbErrorKind, Digest, DigestCounters, MariadbFacts, StatementPeriod, StatementTotals, Statements,
     StatusVar, Var,
 };
 
@@ -47,6 +47,8 @@ pub struct StatementOptions {
     pub window: Duration,
     /// The agent's interval state; `None` records totals since reset (doctor).
     pub tracker: Option<StatementTracker>,
+    /// The agent: digests given their own running counters (the rest are `other`).
+    pub counters_top: u32,
 }
 
 impl Default for StatementOptions {
@@ -55,6 +57,7 @@ impl Default for StatementOptions {
             limit: 100,
             window: Duration::from_secs(900),
             tracker: None,
+            counters_top: 20,
         }
     }
 }
@@ -73,6 +76,62 @@ struct TrackerState {
     previous: Option<(Instant, Raw)>,
     /// The last interval's statements, reported until the next read.
     last: Option<Statements>,
+    /// Running totals for the metrics, by (schema, digest); `other` under (None, "other").
+    counters: HashMap<(Option<String>, String), DigestCounters>,
+}
+
+type Key = (Option<String>, String);
+
+/// Adds one interval to the running counters: the `top` busiest digests of the interval each
+/// keep their own (a digest that leaves the top drops its series; one that comes back starts
+/// again from 0, which Prometheus reads as a counter reset), everything else goes to `other`:
+/// listed digests outside the top, and the calls and time of digests not listed at all (their
+/// rows are unknown). Bounded: at most `top` + 1 entries.
+pub(crate) fn accumulate(
+    counters: &mut HashMap<Key, DigestCounters>,
+    interval: &Statements,
+    top: usize,
+) -> Vec<DigestCounters> {
+    let other_key: Key = (None, "other".to_owned());
+    let mut other = counters.remove(&other_key).unwrap_or_else(|| DigestCounters {
+        digest: "other".into(),
+        ..Default::default()
+    });
+    let mut kept: HashMap<Key, DigestCounters> = HashMap::new();
+    let (mut listed_calls, mut listed_time) = (0u64, 0u64);
+    for (i, d) in interval.digests.iter().enumerate() {
+        listed_calls = listed_calls.saturating_add(d.calls);
+        listed_time = listed_time.saturating_add(d.time_us);
+        let key: Key = (d.schema.clone(), d.digest.clone());
+        let entry = if i < top {
+            kept.entry(key.clone()).or_insert_with(|| {
+                counters.remove(&key).unwrap_or_else(|| DigestCounters {
+                    schema: d.schema.clone(),
+                    digest: d.digest.clone(),
+                    text: d.text.clone(),
+                    ..Default::default()
+                })
+            })
+        } else {
+            &mut other
+        };
+        entry.calls = entry.calls.saturating_add(d.calls);
+        entry.time_us = entry.time_us.saturating_add(d.time_us);
+        entry.rows_examined = entry.rows_examined.saturating_add(d.rows_examined);
+        entry.rows_sent = entry.rows_sent.saturating_add(d.rows_sent);
+        entry.no_index_used = entry.no_index_used.saturating_add(d.no_index_used);
+    }
+    other.calls = other
+        .calls
+        .saturating_add(interval.total.calls.saturating_sub(listed_calls));
+    other.time_us = other
+        .time_us
+        .saturating_add(interval.total.time_us.saturating_sub(listed_time));
+    *counters = kept;
+    counters.insert(other_key, other);
+    let mut out: Vec<DigestCounters> = counters.values().cloned().collect();
+    out.sort_by(|a, b| (a.digest == "other", b.time_us).cmp(&(b.digest == "other", a.time_us)));
+    out
 }
 
 impl StatementTracker {
@@ -294,6 +353,7 @@ pub(crate) fn since_reset(raw: Raw, window_secs: u64, limit: u32, uptime: Option
         limit,
         digests: raw.digests,
         notes: Vec::new(),
+        counters: Vec::new(),
     }
 }
 
@@ -364,6 +424,7 @@ pub(crate) fn interval(
         limit,
         digests,
         notes,
+        counters: Vec::new(),
     }
 }
 
@@ -448,10 +509,13 @@ pub(crate) async fn collect(
         .state
         .lock()
         .map_err(|_| failed("statement state poisoned".to_owned()))?;
-    let result = state
+    let mut result = state
         .previous
         .as_ref()
         .map(|(at, prev)| interval(prev, &raw, now.duration_since(*at), opts.limit, uptime));
+    if let Some(st) = &mut result {
+        st.counters = accumulate(&mut state.counters, st, opts.counters_top as usize);
+    }
     state.previous = Some((now, raw));
     state.last = result.clone();
     result.ok_or_else(|| Unread {
@@ -538,6 +602,25 @@ mod tests {
         let st = interval(&b, &c, Duration::from_secs(60), 100, None);
         assert_eq!(st.digests[0].calls, 10);
         assert!(st.notes.iter().any(|n| n.contains("reset")));
+    }
+
+    #[test]
+    fn running_counters_keep_the_top_and_sum_the_rest_into_other() {
+        let mut a = Raw::default();
+        parse_top(&[listing("100", "4000000", "100")], &mut a);
+        let mut st = since_reset(a, 60, 100, None);
+        let mut second = st.digests[0].clone();
+        second.digest = "ffff".into();
+        second.time_us = 1;
+        st.digests.push(second);
+        st.total = StatementTotals { digests: 3, calls: 250, time_us: 4_000_101 };
+        let mut counters = HashMap::new();
+        accumulate(&mut counters, &st, 1);
+        let out = accumulate(&mut counters, &st, 1);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!((out[0].calls, out[0].time_us), (200, 8_000_000));
+        // other: the second listed digest (100 calls) and the 50 unlisted calls, twice.
+        assert_eq!((out[1].digest.as_str(), out[1].calls, out[1].time_us), ("other", 300, 202));
     }
 
     #[test]
