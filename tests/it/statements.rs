@@ -127,6 +127,17 @@ fn orm_story(server: &Server) {
     assert!(text.stdout.contains("Top statements"), "{}", text.stdout);
 
     // Fix, reset, and run the same pages written well.
+    let dir = tempfile::tempdir().unwrap();
+    let collect = |name: &str| {
+        let path = dir.path().join(name);
+        let c = run(powerdiag()
+            .env("POWERDIAG_MARIADB_URL", &root)
+            .args(["collect", "--no-probe", "--sample-window", "0", "-o"])
+            .arg(&path));
+        assert_eq!(c.code, 0, "{}", c.stderr);
+        path
+    };
+    let before = collect("before.json");
     orm(server, &["fix"]);
     reset_digests(server);
     orm(server, &["good", "40"]);
@@ -134,6 +145,20 @@ fn orm_story(server: &Server) {
     for code in RULES {
         assert_eq!(status(&r, code), "pass", "{code}: {:#}", check(&r, code));
     }
+
+    // diff: the per-row lookup is only before, the JOIN only after.
+    let after = collect("after.json");
+    let d = run(powerdiag()
+        .args(["diff", "--format", "json"])
+        .arg(&before)
+        .arg(&after));
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let st = &d.json()["statements"];
+    let texts = |part: &str| st[part].to_string();
+    assert!(texts("only_a").contains("`shop_person` WHERE `shop_person` . `id` = ?"), "{st:#}");
+    assert!(texts("only_b").contains("INNER JOIN `shop_person`"), "{st:#}");
+    let text = run(powerdiag().args(["diff"]).arg(&before).arg(&after));
+    assert!(text.stdout.contains("Statements") && text.stdout.contains("only in A"), "{}", text.stdout);
 }
 
 #[test]

@@ -23,7 +23,9 @@ mod value;
 mod var;
 mod version;
 
-pub use diff::{Comparability, Diff, Difference, Side, diff};
+pub use diff::{
+    Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
+};
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use report::{Check, Report, Status, evaluate, evaluate_with};

@@ -130,6 +130,9 @@ pub struct Digest {
     /// Seconds between `LAST_SEEN` and the read.
     #[serde(default)]
     pub last_seen_age_seconds: Option<u64>,
+    /// Seconds between `FIRST_SEEN` and the read.
+    #[serde(default)]
+    pub first_seen_age_seconds: Option<u64>,
 }
 
 /// The statement's leading keyword, for deciding which rules can judge it.
@@ -330,6 +333,16 @@ impl Statements {
                 format_secs(self.interval_seconds.unwrap_or(0.0).round() as u64)
             ),
         }
+    }
+
+    /// Executions per second of `d` over the period: the interval (agent), or since the
+    /// digest was first seen (doctor). `None` when the length is unknown.
+    pub fn calls_per_second(&self, d: &Digest) -> Option<f64> {
+        let secs = match self.period {
+            StatementPeriod::Interval => self.interval_seconds?,
+            StatementPeriod::SinceReset => d.first_seen_age_seconds? as f64,
+        };
+        (secs > 0.0).then(|| d.calls as f64 / secs)
     }
 
     /// The digests a statement rule may judge (listed ones with calls in the period).

@@ -282,6 +282,7 @@ pub(crate) fn parse_top(rows: &[TextRow], raw: &mut Raw) {
             first_seen: tcol(row, 16),
             last_seen: tcol(row, 17),
             last_seen_age_seconds: tcol_u64(row, 18),
+            first_seen_age_seconds: tcol_u64(row, 19),
         });
         raw.first_seen_age.push(tcol_u64(row, 19));
     }
