@@ -18,7 +18,7 @@ mod mariadb1011;
 mod no_database;
 mod prometheus;
 mod scale;
-mod statements;
 mod stability;
+mod statements;
 mod support;
 mod vector;

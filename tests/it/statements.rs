@@ -48,8 +48,12 @@ fn digest_of(report: &Value, needle: &str) -> String {
         .unwrap_or_else(|| panic!("no top_statements in {report:#}"))
         .iter()
         .find(|s| s["text"].as_str().unwrap_or_default().contains(needle))
-        .unwrap_or_else(|| panic!("no statement with {needle:?} in {:#}", report["top_statements"]))
-        ["digest"]
+        .unwrap_or_else(|| {
+            panic!(
+                "no statement with {needle:?} in {:#}",
+                report["top_statements"]
+            )
+        })["digest"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -121,9 +125,14 @@ fn orm_story(server: &Server) {
     }
 
     // The text report has the section too.
-    let text = run(powerdiag()
-        .env("POWERDIAG_MARIADB_URL", &root)
-        .args(["doctor", "--no-probe", "--sample-window", "0", "--statements", "3"]));
+    let text = run(powerdiag().env("POWERDIAG_MARIADB_URL", &root).args([
+        "doctor",
+        "--no-probe",
+        "--sample-window",
+        "0",
+        "--statements",
+        "3",
+    ]));
     assert!(text.stdout.contains("Top statements"), "{}", text.stdout);
 
     // Fix, reset, and run the same pages written well.
@@ -155,10 +164,20 @@ fn orm_story(server: &Server) {
     assert_eq!(d.code, 0, "{}", d.stderr);
     let st = &d.json()["statements"];
     let texts = |part: &str| st[part].to_string();
-    assert!(texts("only_a").contains("`shop_person` WHERE `shop_person` . `id` = ?"), "{st:#}");
-    assert!(texts("only_b").contains("INNER JOIN `shop_person`"), "{st:#}");
+    assert!(
+        texts("only_a").contains("`shop_person` WHERE `shop_person` . `id` = ?"),
+        "{st:#}"
+    );
+    assert!(
+        texts("only_b").contains("INNER JOIN `shop_person`"),
+        "{st:#}"
+    );
     let text = run(powerdiag().args(["diff"]).arg(&before).arg(&after));
-    assert!(text.stdout.contains("Statements") && text.stdout.contains("only in A"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("Statements") && text.stdout.contains("only in A"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]

@@ -622,7 +622,13 @@ mod tests {
         let mut listing = digest("SELECT * FROM `t` WHERE `a` = ?", 100, 1_000_000, 1000, 10);
         listing.first_seen_age_seconds = Some(100);
         let lookup = digest("SELECT * FROM `u` WHERE `id` = ?", 1000, 100_000, 1, 1);
-        let joined = digest("SELECT * FROM `t` JOIN `u` ON `a` = `b`", 10, 50_000, 10, 10);
+        let joined = digest(
+            "SELECT * FROM `t` JOIN `u` ON `a` = `b`",
+            10,
+            50_000,
+            10,
+            10,
+        );
         let a = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .statements(vec![listing.clone(), lookup], 0)
@@ -637,7 +643,10 @@ mod tests {
         let st = diff(&a, &b).statements.expect("both have statements");
         assert_eq!(st.both.len(), 1);
         let c = &st.both[0];
-        assert_eq!((c.calls_per_second_a, c.calls_per_second_b), (Some(1.0), Some(2.0)));
+        assert_eq!(
+            (c.calls_per_second_a, c.calls_per_second_b),
+            (Some(1.0), Some(2.0))
+        );
         assert!((c.mean_seconds_a - 0.01).abs() < 1e-9 && (c.mean_seconds_b - 0.001).abs() < 1e-9);
         assert!(st.only_a[0].text.contains("`u`") && st.only_b[0].text.contains("JOIN"));
         // Without digests on one side there is nothing to compare.

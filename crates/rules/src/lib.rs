@@ -34,8 +34,8 @@ pub use rules::{RULES, find_rule};
 pub use settings::{Limits, Settings, SettingsError, Threshold, Unit};
 pub use snapshot::*;
 pub use statements::{
-    Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements, display_text, format_secs,
-    format_us, short_digest,
+    Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements,
+    display_text, format_secs, format_us, short_digest,
 };
 pub use value::{format_bytes, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};

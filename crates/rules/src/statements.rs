@@ -149,7 +149,9 @@ pub enum StatementKind {
 impl Digest {
     /// The leading keyword's kind (`WITH` counts as a SELECT, a leading `(` too).
     pub fn kind(&self) -> StatementKind {
-        let t = self.text.trim_start_matches(|c: char| c == '(' || c.is_whitespace());
+        let t = self
+            .text
+            .trim_start_matches(|c: char| c == '(' || c.is_whitespace());
         let word: String = t
             .chars()
             .take_while(|c| c.is_ascii_alphabetic())
@@ -355,7 +357,7 @@ impl Statements {
 pub fn format_secs(s: u64) -> String {
     match s {
         0..120 => format!("{s} s"),
-        120..7200 if s % 60 == 0 => format!("{} min", s / 60),
+        120..7200 if s.is_multiple_of(60) => format!("{} min", s / 60),
         120..7200 => format!("{} min {} s", s / 60, s % 60),
         7200..172_800 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
         _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
@@ -406,9 +408,15 @@ mod tests {
     #[test]
     fn kinds() {
         assert_eq!(d("SELECT * FROM `t`").kind(), StatementKind::Select);
-        assert_eq!(d("( SELECT 1 ) UNION ( SELECT 2 )").kind(), StatementKind::Select);
+        assert_eq!(
+            d("( SELECT 1 ) UNION ( SELECT 2 )").kind(),
+            StatementKind::Select
+        );
         assert_eq!(d("UPDATE `t` SET `a` = ?").kind(), StatementKind::ReadWrite);
-        assert_eq!(d("INSERT INTO `t` VALUES (...)").kind(), StatementKind::Other);
+        assert_eq!(
+            d("INSERT INTO `t` VALUES (...)").kind(),
+            StatementKind::Other
+        );
         assert_eq!(
             d("INSERT INTO `t` SELECT * FROM `u`").kind(),
             StatementKind::ReadWrite
@@ -422,11 +430,17 @@ mod tests {
 
     #[test]
     fn display_text_escapes_folds_and_cuts() {
-        assert_eq!(display_text("SELECT  \n ?\u{1b}[2J", 100), "SELECT ?\\u{1b}[2J");
+        assert_eq!(
+            display_text("SELECT  \n ?\u{1b}[2J", 100),
+            "SELECT ?\\u{1b}[2J"
+        );
         assert_eq!(display_text("abcdef", 3), "abc…");
         assert_eq!(display_text("ab", 3), "ab");
         let long = d("SELECT `t` . `a` , `t` . `b` , `t` . `c` FROM `t` WHERE `t` . `x` = ?");
-        assert_eq!(long.short_text(40), "SELECT `t` . `a` , … FROM `t` WHERE `t`…");
+        assert_eq!(
+            long.short_text(40),
+            "SELECT `t` . `a` , … FROM `t` WHERE `t`…"
+        );
         assert_eq!(format_secs(900), "15 min");
         assert_eq!(format_us(850.0), "850 µs");
         assert_eq!(format_us(12_345.0), "12.3 ms");

@@ -1,10 +1,10 @@
 //! [`SnapshotBuilder`]: concise snapshots for rule tests, here and in the other crates.
 
 use crate::{
-    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Digest, Gathered, HostFacts,
-    MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters, PerfEvent, Probe,
-    ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot, StatementPeriod, StatementTotals, Statements,
-    StatusVar, Topology, Var, VectorIndex,
+    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Digest, Gathered,
+    HostFacts, MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters,
+    PerfEvent, Probe, ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot, StatementPeriod,
+    StatementTotals, Statements, StatusVar, Topology, Var, VectorIndex,
 };
 
 /// Builds a [`Snapshot`]: a Linux x86-64 host with 8 threads and 16 GiB, and (with

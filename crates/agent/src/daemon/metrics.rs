@@ -503,7 +503,10 @@ fn statements(b: &mut Builder, s: &Snapshot) {
     };
     let key = |d: &powerdiag_rules::DigestCounters| {
         l(&[
-            ("schema", &label_value(d.schema.as_deref().unwrap_or(""), 64)),
+            (
+                "schema",
+                &label_value(d.schema.as_deref().unwrap_or(""), 64),
+            ),
             ("digest", &label_value(&d.digest, 64)),
         ])
     };

@@ -13,8 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{config::Config, metrics};
 use crate::collect::{
     self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions,
-    mariadb::target::Candidate,
-    os::Roots,
+    mariadb::target::Candidate, os::Roots,
 };
 
 /// One complete sample, as served.

@@ -191,7 +191,13 @@ mod tests {
 
     #[test]
     fn renders_ranked_rows_and_escapes_text() {
-        let mut d = digest("SELECT `a|b` FROM `t` WHERE `x` = ?\u{1b}[31m", 10, 2_000_000, 100, 1);
+        let mut d = digest(
+            "SELECT `a|b` FROM `t` WHERE `x` = ?\u{1b}[31m",
+            10,
+            2_000_000,
+            100,
+            1,
+        );
         d.no_index_used = 10;
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
@@ -201,7 +207,10 @@ mod tests {
         assert_eq!(t.statements.len(), 1);
         assert!((t.statements[0].time_share - 0.5).abs() < 0.01);
         let text = text(&t);
-        assert!(text.contains("50.0%") && text.contains("100.0%") && !text.contains('\u{1b}'), "{text}");
+        assert!(
+            text.contains("50.0%") && text.contains("100.0%") && !text.contains('\u{1b}'),
+            "{text}"
+        );
         let md = markdown(&t);
         assert!(md.contains("a\\|b") && !md.contains('\u{1b}'), "{md}");
         assert!(top(&s, 0).is_none());

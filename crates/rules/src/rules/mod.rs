@@ -240,8 +240,8 @@ mod registry_tests {
 #[cfg(test)]
 pub(crate) mod tests_support {
     use crate::{
-        Digest,
-        Allocator, CpuTime, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, Var, testing::*,
+        Allocator, CpuTime, Digest, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, Var,
+        testing::*,
     };
 
     /// Snapshots under which each rule fails (the registry test checks coverage).
@@ -339,9 +339,27 @@ pub(crate) mod tests_support {
         listing.tmp_disk_tables = listing.calls;
         vec![
             listing,
-            digest("SELECT `id` FROM `patchwork_patch` WHERE `project_id` = ? LIMIT ?", 200, 1_000_000, 50, 50),
-            digest("SELECT `name` FROM `patchwork_person` WHERE `id` = ?", 10_000, 1_000_000, 1, 1),
-            digest("SELECT COUNT ( * ) FROM `patchwork_patch` JOIN `patchwork_project` ON `a` = `b`", 200, 2_000_000, 100_000, 1),
+            digest(
+                "SELECT `id` FROM `patchwork_patch` WHERE `project_id` = ? LIMIT ?",
+                200,
+                1_000_000,
+                50,
+                50,
+            ),
+            digest(
+                "SELECT `name` FROM `patchwork_person` WHERE `id` = ?",
+                10_000,
+                1_000_000,
+                1,
+                1,
+            ),
+            digest(
+                "SELECT COUNT ( * ) FROM `patchwork_patch` JOIN `patchwork_project` ON `a` = `b`",
+                200,
+                2_000_000,
+                100_000,
+                1,
+            ),
         ]
     }
 }

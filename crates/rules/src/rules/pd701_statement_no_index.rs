@@ -90,7 +90,11 @@ impl Rule for StatementNoIndex {
         };
         let mut v = Verdict::fail(format!(
             "{} with {} or more of statement time {} no index in most executions; the busiest ({}): {}",
-            if found.len() == 1 { "1 statement".to_owned() } else { format!("{} statements", found.len()) },
+            if found.len() == 1 {
+                "1 statement".to_owned()
+            } else {
+                format!("{} statements", found.len())
+            },
             pct(min_share),
             if found.len() == 1 { "uses" } else { "use" },
             pct(worst.time_share(&st.total)),
@@ -171,7 +175,10 @@ pub(crate) fn index_columns(text: &str) -> Option<(String, Vec<String>)> {
         }
     }
     if let Some(o) = upper.iter().position(|t| t == "ORDER") {
-        for t in tokens[o + 1..].iter().take_while(|t| !t.eq_ignore_ascii_case("LIMIT")) {
+        for t in tokens[o + 1..]
+            .iter()
+            .take_while(|t| !t.eq_ignore_ascii_case("LIMIT"))
+        {
             if is_ident(t) {
                 push_unique(&mut order, t);
             }
@@ -241,14 +248,24 @@ pub(crate) mod tests {
     fn fails_on_a_dominant_scan_and_names_it() {
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
-            .statements(vec![scan(), digest("SELECT * FROM `u` WHERE `id` = ?", 1000, 500_000, 1, 1)], 1_000_000)
+            .statements(
+                vec![
+                    scan(),
+                    digest("SELECT * FROM `u` WHERE `id` = ?", 1000, 500_000, 1, 1),
+                ],
+                1_000_000,
+            )
             .build();
         let v = verdict(&StatementNoIndex, &s);
         assert_eq!(v.status, Status::Fail, "{v:?}");
-        assert!(v.evidence[0].contains("patchwork_patch") && v.evidence[0].contains("84.2%"), "{v:?}");
+        assert!(
+            v.evidence[0].contains("patchwork_patch") && v.evidence[0].contains("84.2%"),
+            "{v:?}"
+        );
         let r = v.remediation.unwrap_or_default();
         assert!(
-            r.contains("EXPLAIN SELECT") && r.contains("ON `patchwork_patch` (`project_id`, `state`, `date`)"),
+            r.contains("EXPLAIN SELECT")
+                && r.contains("ON `patchwork_patch` (`project_id`, `state`, `date`)"),
             "{r}"
         );
     }
@@ -285,7 +302,13 @@ pub(crate) mod tests {
         assert_eq!(verdict(&StatementNoIndex, &s).status, Status::NotApplicable);
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
-            .statements(vec![knn, digest("SELECT * FROM `u` WHERE `id` = ?", 10, 100, 1, 1)], 0)
+            .statements(
+                vec![
+                    knn,
+                    digest("SELECT * FROM `u` WHERE `id` = ?", 10, 100, 1, 1),
+                ],
+                0,
+            )
             .build();
         assert_eq!(verdict(&StatementNoIndex, &s).status, Status::Pass);
     }
@@ -304,7 +327,10 @@ pub(crate) mod tests {
             .mariadb("11.8.6-MariaDB")
             .statements(vec![], 0)
             .build();
-        assert_eq!(verdict(&StatementNoIndex, &idle).status, Status::InsufficientData);
+        assert_eq!(
+            verdict(&StatementNoIndex, &idle).status,
+            Status::InsufficientData
+        );
         assert_eq!(
             verdict(&StatementNoIndex, &SnapshotBuilder::new().build()).status,
             Status::InsufficientData
@@ -317,7 +343,10 @@ pub(crate) mod tests {
             index_columns("SELECT COUNT ( * ) FROM `a` . `t` WHERE `t` . `x` IN (...) AND `y` > ?"),
             Some(("`a`.`t`".into(), vec!["`x`".into(), "`y`".into()]))
         );
-        assert_eq!(index_columns("SELECT * FROM `a` JOIN `b` ON `a` . `id` = `b` . `a`"), None);
+        assert_eq!(
+            index_columns("SELECT * FROM `a` JOIN `b` ON `a` . `id` = `b` . `a`"),
+            None
+        );
         assert_eq!(index_columns("SELECT * FROM `a`"), None);
     }
 }

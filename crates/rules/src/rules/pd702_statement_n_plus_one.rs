@@ -87,11 +87,7 @@ fn is_lookup(d: &Digest, max_rows: f64) -> bool {
 /// The lookup's probable parent and the calls to compare with: a listing in the same schema
 /// whose rows sent are within 2× of the lookup's calls (closest first), else the schema's
 /// busiest other statement.
-fn reference<'a>(
-    st: &'a Statements,
-    lookup: &Digest,
-    max_rows: f64,
-) -> Option<(&'a Digest, bool)> {
+fn reference<'a>(st: &'a Statements, lookup: &Digest, max_rows: f64) -> Option<(&'a Digest, bool)> {
     let same_schema = || {
         st.judged()
             .filter(move |d| d.digest != lookup.digest && d.schema == lookup.schema)
@@ -198,14 +194,21 @@ mod tests {
     use crate::testing::{SnapshotBuilder, digest, verdict};
     use crate::{Status, Var};
 
-    const LOOKUP: &str = "SELECT `id` , `name` , `email` FROM `patchwork_person` WHERE `id` = ? LIMIT ?";
+    const LOOKUP: &str =
+        "SELECT `id` , `name` , `email` FROM `patchwork_person` WHERE `id` = ? LIMIT ?";
     const LISTING: &str = "SELECT `id` , `name` , `submitter_id` FROM `patchwork_patch` WHERE `project_id` = ? ORDER BY `date` DESC LIMIT ?";
 
     fn page(pages: u64, rows: u64) -> Vec<crate::Digest> {
         vec![
             digest(LISTING, pages, pages * 2000, rows * 10, rows),
             digest(LOOKUP, pages * rows, pages * rows * 100, 1, 1),
-            digest("SELECT COUNT ( * ) FROM `patchwork_patch` WHERE `project_id` = ?", pages, pages * 500, 1000, 1),
+            digest(
+                "SELECT COUNT ( * ) FROM `patchwork_patch` WHERE `project_id` = ?",
+                pages,
+                pages * 500,
+                1000,
+                1,
+            ),
         ]
     }
 
@@ -230,12 +233,27 @@ mod tests {
         // After select_related: one JOIN per page.
         let joined = vec![digest(
             "SELECT `p` . `id` , `u` . `name` FROM `patchwork_patch` `p` JOIN `patchwork_person` `u` ON `p` . `submitter_id` = `u` . `id` WHERE `p` . `project_id` = ? LIMIT ?",
-            20, 40_000, 500, 50,
+            20,
+            40_000,
+            500,
+            50,
         )];
         // A session lookup per request: as often as the request's other statements.
         let session = vec![
-            digest("SELECT * FROM `django_session` WHERE `session_key` = ?", 1000, 50_000, 1, 1),
-            digest("SELECT * FROM `item` WHERE `owner` = ? LIMIT ?", 1000, 900_000, 20, 20),
+            digest(
+                "SELECT * FROM `django_session` WHERE `session_key` = ?",
+                1000,
+                50_000,
+                1,
+                1,
+            ),
+            digest(
+                "SELECT * FROM `item` WHERE `owner` = ? LIMIT ?",
+                1000,
+                900_000,
+                20,
+                20,
+            ),
         ];
         for ds in [joined, session] {
             let s = SnapshotBuilder::new()
@@ -251,14 +269,23 @@ mod tests {
     fn other_states() {
         let inserts = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
-            .statements(vec![digest("INSERT INTO `t` VALUES (...)", 1000, 1000, 0, 0)], 0)
+            .statements(
+                vec![digest("INSERT INTO `t` VALUES (...)", 1000, 1000, 0, 0)],
+                0,
+            )
             .build();
-        assert_eq!(verdict(&StatementNPlusOne, &inserts).status, Status::NotApplicable);
+        assert_eq!(
+            verdict(&StatementNPlusOne, &inserts).status,
+            Status::NotApplicable
+        );
         let off = SnapshotBuilder::new()
             .mariadb("10.11.9-MariaDB")
             .var(Var::PerformanceSchema, "OFF")
             .statements_unavailable("performance_schema is OFF")
             .build();
-        assert_eq!(verdict(&StatementNPlusOne, &off).status, Status::InsufficientData);
+        assert_eq!(
+            verdict(&StatementNPlusOne, &off).status,
+            Status::InsufficientData
+        );
     }
 }

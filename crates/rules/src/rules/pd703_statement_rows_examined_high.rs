@@ -149,10 +149,7 @@ mod tests {
     fn fails_on_a_count_over_a_join() {
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
-            .statements(
-                vec![digest(COUNT, 50, 60_000_000, 200_000, 1)],
-                10_000_000,
-            )
+            .statements(vec![digest(COUNT, 50, 60_000_000, 200_000, 1)], 10_000_000)
             .build();
         let v = verdict(&StatementRowsExaminedHigh, &s);
         assert_eq!(v.status, Status::Fail, "{v:?}");
@@ -163,7 +160,13 @@ mod tests {
     #[test]
     fn passes_for_reports_and_small_counts() {
         for d in [
-            digest("SELECT * FROM `t` WHERE `a` > ?", 10, 5_000_000, 50_000, 50_000),
+            digest(
+                "SELECT * FROM `t` WHERE `a` > ?",
+                10,
+                5_000_000,
+                50_000,
+                50_000,
+            ),
             digest("SELECT COUNT ( * ) FROM `t`", 10, 5_000_000, 900, 1),
         ] {
             let s = SnapshotBuilder::new()
@@ -187,12 +190,18 @@ mod tests {
             .mariadb("11.8.6-MariaDB")
             .statements(vec![knn], 0)
             .build();
-        assert_eq!(verdict(&StatementRowsExaminedHigh, &s).status, Status::NotApplicable);
+        assert_eq!(
+            verdict(&StatementRowsExaminedHigh, &s).status,
+            Status::NotApplicable
+        );
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .var(Var::PerformanceSchema, "ON")
             .statements_unavailable("the statements_digest consumer is disabled")
             .build();
-        assert_eq!(verdict(&StatementRowsExaminedHigh, &s).status, Status::InsufficientData);
+        assert_eq!(
+            verdict(&StatementRowsExaminedHigh, &s).status,
+            Status::InsufficientData
+        );
     }
 }

@@ -98,7 +98,11 @@ impl Rule for StatementTempDiskTables {
         let mut v = Verdict::fail(format!(
             "{} {} temporary tables to disk or merge sorts; the first: {}",
             found.len(),
-            if found.len() == 1 { "statement writes" } else { "statements write" },
+            if found.len() == 1 {
+                "statement writes"
+            } else {
+                "statements write"
+            },
             worst.short_text(100)
         ));
         let mut rem = String::new();
@@ -151,7 +155,11 @@ mod tests {
         let v = verdict(&StatementTempDiskTables, &s);
         assert_eq!(v.status, Status::Fail, "{v:?}");
         assert!(v.evidence[0].contains("in 100.0% of executions"), "{v:?}");
-        assert!(v.remediation.unwrap_or_default().contains("GROUP BY columns"));
+        assert!(
+            v.remediation
+                .unwrap_or_default()
+                .contains("GROUP BY columns")
+        );
     }
 
     #[test]
@@ -171,12 +179,18 @@ mod tests {
             .mariadb("11.8.6-MariaDB")
             .statements(vec![digest("COMMIT", 100, 100, 0, 0)], 0)
             .build();
-        assert_eq!(verdict(&StatementTempDiskTables, &s).status, Status::NotApplicable);
+        assert_eq!(
+            verdict(&StatementTempDiskTables, &s).status,
+            Status::NotApplicable
+        );
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .var(Var::PerformanceSchema, "ON")
             .statements_unavailable("no SELECT privilege on performance_schema")
             .build();
-        assert_eq!(verdict(&StatementTempDiskTables, &s).status, Status::InsufficientData);
+        assert_eq!(
+            verdict(&StatementTempDiskTables, &s).status,
+            Status::InsufficientData
+        );
     }
 }

@@ -21,8 +21,8 @@ use powerdiag_rules::{
 };
 
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
-pub use statements::{StatementOptions, StatementTracker};
 use session::Session;
+pub use statements::{StatementOptions, StatementTracker};
 use target::Candidate;
 
 /// What to collect from MariaDB.

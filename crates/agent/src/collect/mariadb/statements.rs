@@ -32,8 +32,8 @@ use std::{
 };
 
 use powerdiag_rules::{
-    DbError, DbErrorKind, Digest, DigestCounters, MariadbFacts, StatementPeriod, StatementTotals, Statements,
-    StatusVar, Var,
+    DbError, DbErrorKind, Digest, DigestCounters, MariadbFacts, StatementPeriod, StatementTotals,
+    Statements, StatusVar, Var,
 };
 
 use super::session::{Session, TextRow, tcol, tcol_u64, text_rows};
@@ -93,10 +93,12 @@ pub(crate) fn accumulate(
     top: usize,
 ) -> Vec<DigestCounters> {
     let other_key: Key = (None, "other".to_owned());
-    let mut other = counters.remove(&other_key).unwrap_or_else(|| DigestCounters {
-        digest: "other".into(),
-        ..Default::default()
-    });
+    let mut other = counters
+        .remove(&other_key)
+        .unwrap_or_else(|| DigestCounters {
+            digest: "other".into(),
+            ..Default::default()
+        });
     let mut kept: HashMap<Key, DigestCounters> = HashMap::new();
     let (mut listed_calls, mut listed_time) = (0u64, 0u64);
     for (i, d) in interval.digests.iter().enumerate() {
@@ -341,7 +343,12 @@ pub(crate) fn read_error(e: &DbError, account: &str) -> String {
 }
 
 /// Doctor's record: the window's digests, totals since reset.
-pub(crate) fn since_reset(raw: Raw, window_secs: u64, limit: u32, uptime: Option<u64>) -> Statements {
+pub(crate) fn since_reset(
+    raw: Raw,
+    window_secs: u64,
+    limit: u32,
+    uptime: Option<u64>,
+) -> Statements {
     Statements {
         period: StatementPeriod::SinceReset,
         interval_seconds: None,
@@ -403,7 +410,7 @@ pub(crate) fn interval(
     if reset {
         notes.push("the digest table was reset between the reads: the interval shows counts since the reset".into());
     }
-    digests.sort_by(|a, b| b.time_us.cmp(&a.time_us));
+    digests.sort_by_key(|d| std::cmp::Reverse(d.time_us));
     let total = if reset {
         cur.all.clone()
     } else {
@@ -538,10 +545,26 @@ mod tests {
     /// A row as MariaDB 11.8 returned it for the test application's listing.
     fn listing(calls: &str, time: &str, no_index: &str) -> TextRow {
         row(&[
-            "orm", "3f1c0e5a9b2d4c6e8f0a1b2c3d4e5f60",
+            "orm",
+            "3f1c0e5a9b2d4c6e8f0a1b2c3d4e5f60",
             "SELECT `shop_item` . `id` , `shop_item` . `name` FROM `shop_item` WHERE `shop_item` . `category` = ? ORDER BY `shop_item` . `created` DESC LIMIT ?",
-            calls, time, "90000", "1000", "100000000", "2000", "0", no_index, "0", "0", "0", "0", "0",
-            "2026-11-24 02:00:00.000000", "2026-11-24 02:10:00.000000", "3", "600",
+            calls,
+            time,
+            "90000",
+            "1000",
+            "100000000",
+            "2000",
+            "0",
+            no_index,
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "2026-11-24 02:00:00.000000",
+            "2026-11-24 02:10:00.000000",
+            "3",
+            "600",
         ])
     }
 
@@ -549,7 +572,19 @@ mod tests {
     fn parses_rows_and_aggregate() {
         let mut raw = Raw::default();
         parse_aggregate(
-            &row(&["YES", "YES", "12", "5000", "9000000", "8", "4000", "8000000", "2026-11-24 01:00:00.000000", "2026-11-24 02:10:00.000000", "0"]),
+            &row(&[
+                "YES",
+                "YES",
+                "12",
+                "5000",
+                "9000000",
+                "8",
+                "4000",
+                "8000000",
+                "2026-11-24 01:00:00.000000",
+                "2026-11-24 02:10:00.000000",
+                "0",
+            ]),
             &mut raw,
         );
         parse_top(&[listing("100", "4000000", "100")], &mut raw);
@@ -557,9 +592,16 @@ mod tests {
         let st = since_reset(raw, 900, 100, Some(4000));
         assert_eq!(st.total.time_us, 8_000_000);
         let d = &st.digests[0];
-        assert_eq!((d.calls, d.time_us, d.no_index_used, d.rows_examined), (100, 4_000_000, 100, 100_000_000));
+        assert_eq!(
+            (d.calls, d.time_us, d.no_index_used, d.rows_examined),
+            (100, 4_000_000, 100, 100_000_000)
+        );
         assert_eq!(d.schema.as_deref(), Some("orm"));
-        assert!(st.period_text().contains("server up 66 min 40 s"), "{}", st.period_text());
+        assert!(
+            st.period_text().contains("server up 66 min 40 s"),
+            "{}",
+            st.period_text()
+        );
     }
 
     #[test]
@@ -580,16 +622,31 @@ mod tests {
             message: "ERROR 1142 (42000): SELECT command denied".into(),
             hint: String::new(),
         };
-        assert!(read_error(&e, "'mon'@'127.0.0.1'").ends_with("GRANT SELECT ON performance_schema.* TO 'mon'@'127.0.0.1'"));
+        assert!(
+            read_error(&e, "'mon'@'127.0.0.1'")
+                .ends_with("GRANT SELECT ON performance_schema.* TO 'mon'@'127.0.0.1'")
+        );
     }
 
     #[test]
     fn intervals_subtract_and_survive_resets() {
-        let mut a = Raw::default();
-        a.all = StatementTotals { digests: 1, calls: 100, time_us: 4_000_000 };
+        let mut a = Raw {
+            all: StatementTotals {
+                digests: 1,
+                calls: 100,
+                time_us: 4_000_000,
+            },
+            ..Default::default()
+        };
         parse_top(&[listing("100", "4000000", "100")], &mut a);
-        let mut b = Raw::default();
-        b.all = StatementTotals { digests: 1, calls: 150, time_us: 4_500_000 };
+        let mut b = Raw {
+            all: StatementTotals {
+                digests: 1,
+                calls: 150,
+                time_us: 4_500_000,
+            },
+            ..Default::default()
+        };
         // After an index: 50 more calls, none without an index.
         parse_top(&[listing("150", "4500000", "100")], &mut b);
         let st = interval(&a, &b, Duration::from_secs(60), 100, None);
@@ -597,8 +654,14 @@ mod tests {
         assert_eq!((d.calls, d.time_us, d.no_index_used), (50, 500_000, 0));
         assert_eq!(st.total.calls, 50);
         // TRUNCATE between the reads: the new counts are the interval.
-        let mut c = Raw::default();
-        c.all = StatementTotals { digests: 1, calls: 10, time_us: 100_000 };
+        let mut c = Raw {
+            all: StatementTotals {
+                digests: 1,
+                calls: 10,
+                time_us: 100_000,
+            },
+            ..Default::default()
+        };
         parse_top(&[listing("10", "100000", "0")], &mut c);
         let st = interval(&b, &c, Duration::from_secs(60), 100, None);
         assert_eq!(st.digests[0].calls, 10);
@@ -614,20 +677,33 @@ mod tests {
         second.digest = "ffff".into();
         second.time_us = 1;
         st.digests.push(second);
-        st.total = StatementTotals { digests: 3, calls: 250, time_us: 4_000_101 };
+        st.total = StatementTotals {
+            digests: 3,
+            calls: 250,
+            time_us: 4_000_101,
+        };
         let mut counters = HashMap::new();
         accumulate(&mut counters, &st, 1);
         let out = accumulate(&mut counters, &st, 1);
         assert_eq!(out.len(), 2, "{out:?}");
         assert_eq!((out[0].calls, out[0].time_us), (200, 8_000_000));
         // other: the second listed digest (100 calls) and the 50 unlisted calls, twice.
-        assert_eq!((out[1].digest.as_str(), out[1].calls, out[1].time_us), ("other", 300, 202));
+        assert_eq!(
+            (out[1].digest.as_str(), out[1].calls, out[1].time_us),
+            ("other", 300, 202)
+        );
     }
 
     #[test]
     fn filter_leaves_out_system_and_own_statements() {
         let f = application_filter();
-        for p in ["SHOW %", "SET %", "SELECT @@%", "`performance\\_schema` .", "'sys'"] {
+        for p in [
+            "SHOW %",
+            "SET %",
+            "SELECT @@%",
+            "`performance\\_schema` .",
+            "'sys'",
+        ] {
             assert!(f.contains(p), "{p}");
         }
         assert!(top_sql(900, 10).ends_with("ORDER BY SUM_TIMER_WAIT DESC LIMIT 10"));
