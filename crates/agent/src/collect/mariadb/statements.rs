@@ -11,19 +11,18 @@
 //! from its previous read ([`StatementTracker`]), so a fix shows within an interval or two,
 //! without a restart or a `TRUNCATE`.
 //!
-//! Left out, in the SQL of both statements: digests whose session's default schema is a
-//! system schema (`mysql`, `performance_schema`, `information_schema`, `sys`), and digests
-//! whose text reads server state rather than application data — `SHOW ...`, `SET ...`,
-//! `SELECT @@...`, and anything naming a system schema's table (`` `performance_schema` .
-//! ``, `` `information_schema` . ``, `` `mysql` . ``, `` `sys` . ``), and the probe's shapes:
-//! `SELECT 1 FROM … ORDER BY VEC_DISTANCE…` (an application selects columns) and anything
-//! calling `VEC_ToText` (the probe reading stored vectors). That is every statement powerdiag
-//! itself sends but the probe's one `SELECT MIN(pk), MAX(pk)`, so doctor's own probe does not
-//! change the next doctor's statement verdicts. Recognising powerdiag by its connection is not
-//! possible here: the digest
-//! table has no user or thread column, and a marker comment does not survive into the digest
-//! text. Other monitors' statements (exporters reading `SHOW GLOBAL STATUS`) are left out by
-//! the same patterns, which is intended: no index fixes them.
+//! Left out: digests whose session's default schema is a system schema (`mysql`,
+//! `performance_schema`, `information_schema`, `sys`; in the SQL of both statements), and —
+//! judged in Rust on the rows read, see [`is_server_state`] — digests whose text reads server
+//! state rather than application data (`SHOW ...`, `SET ...`, `SELECT @@...`, anything naming a
+//! system schema's table) and the probe's shapes (`SELECT 1 FROM ... ORDER BY VEC_DISTANCE...`,
+//! anything calling `VEC_ToText`); their calls and time are taken out of the totals. That is
+//! every statement powerdiag itself sends but the probe's one `SELECT MIN(pk), MAX(pk)`, so
+//! doctor's own probe does not change the next doctor's statement verdicts. Recognising
+//! powerdiag by its connection is not possible here: the digest table has no user or thread
+//! column, and a marker comment does not survive into the digest text. Other monitors'
+//! statements (exporters reading `SHOW GLOBAL STATUS`) are left out by the same patterns, which
+//! is intended: no index fixes them.
 
 use std::{
     collections::HashMap,
@@ -173,53 +172,100 @@ pub(crate) struct Raw {
     pub(crate) last_seen: Option<String>,
     pub(crate) overflowed: bool,
     pub(crate) digests: Vec<Digest>,
-    /// Seconds since each listed digest's `FIRST_SEEN`, by index into `digests`.
-    pub(crate) first_seen_age: Vec<Option<u64>>,
 }
 
 const TABLE: &str = "performance_schema.events_statements_summary_by_digest";
 
-/// The application digests: the `WHERE` both statements share (see the module doc).
-pub(crate) fn application_filter() -> String {
-    let mut conds = vec![
-        "(SCHEMA_NAME IS NULL OR SCHEMA_NAME NOT IN ('mysql','performance_schema','information_schema','sys'))".to_owned(),
-    ];
-    let text_patterns = [
-        "SHOW %",
-        "SET %",
-        "SELECT @@%",
-        "%`performance\\_schema` .%",
-        "%`information\\_schema` .%",
-        "%`mysql` .%",
-        "%`sys` .%",
-        // The probe's k-NN queries and its reads of stored vectors.
-        "SELECT ? FROM % ORDER BY %VEC\\_DISTANCE%",
-        "%VEC\\_ToText%",
-    ];
-    let not_like: Vec<String> = text_patterns
+/// Digests of sessions whose default schema is a system schema: left out in SQL (cheap).
+pub(crate) fn schema_filter() -> &'static str {
+    "(SCHEMA_NAME IS NULL OR SCHEMA_NAME NOT IN ('mysql','performance_schema','information_schema','sys'))"
+}
+
+/// Extra rows the busiest-digests read asks for, to make up for powerdiag's own and other
+/// server-state statements dropped afterwards ([`is_server_state`]).
+const OWN_MARGIN: u32 = 32;
+
+/// A statement that reads server state rather than application data, or powerdiag's probe:
+/// `SHOW …`, `SET …`, `SELECT @@…`, anything naming a system schema's table, `SELECT 1 FROM …
+/// ORDER BY VEC_DISTANCE…` and `VEC_ToText`. Judged in Rust on the rows read: a `LIKE` filter
+/// in SQL makes the server build every digest's text, which more than doubled the cost of a
+/// read with 1,000 digests (tests/bench.sh).
+pub(crate) fn is_server_state(text: &str) -> bool {
+    let t = text.trim_start().to_ascii_uppercase();
+    ["SHOW ", "SET ", "SELECT @@"]
         .iter()
-        .map(|p| format!("DIGEST_TEXT NOT LIKE '{p}'"))
-        .collect();
-    conds.push(format!("(DIGEST IS NULL OR ({}))", not_like.join(" AND ")));
-    conds.join(" AND ")
+        .any(|p| t.starts_with(p))
+        || [
+            "`PERFORMANCE_SCHEMA` .",
+            "`INFORMATION_SCHEMA` .",
+            "`MYSQL` .",
+            "`SYS` .",
+        ]
+        .iter()
+        .any(|p| t.contains(p))
+        || (t.starts_with("SELECT ? FROM ") && t.contains("VEC_DISTANCE"))
+        || t.contains("VEC_TOTEXT")
+}
+
+/// Drops the server-state digests from a read, takes their calls and time out of the totals
+/// (those read: powerdiag's own are among the busiest by time, the ones not read are too small
+/// to matter), and keeps the busiest `limit`.
+pub(crate) fn drop_server_state(raw: &mut Raw, window_secs: u64, limit: u32) {
+    let mut kept = Vec::with_capacity(raw.digests.len());
+    for d in std::mem::take(&mut raw.digests) {
+        if !is_server_state(&d.text) {
+            kept.push(d);
+            continue;
+        }
+        for t in [&mut raw.all]
+            .into_iter()
+            .chain((d.last_seen_age_seconds.unwrap_or(0) <= window_secs).then_some(&mut raw.window))
+        {
+            t.digests = t.digests.saturating_sub(1);
+            t.calls = t.calls.saturating_sub(d.calls);
+            t.time_us = t.time_us.saturating_sub(d.time_us);
+        }
+    }
+    kept.truncate(limit as usize);
+    // The two statements read at slightly different moments (the aggregate's own digest has
+    // one more execution by the second): the listed digests are part of the totals, so the
+    // totals are at least their sums.
+    let (calls, time) = kept.iter().fold((0u64, 0u64), |(c, t), d| {
+        (c.saturating_add(d.calls), t.saturating_add(d.time_us))
+    });
+    for t in [&mut raw.all, &mut raw.window] {
+        t.calls = t.calls.max(calls);
+        t.time_us = t.time_us.max(time);
+        t.digests = t.digests.max(kept.len() as u64);
+    }
+    raw.digests = kept;
 }
 
 fn recent(window_secs: u64) -> String {
     format!("LAST_SEEN >= NOW(6) - INTERVAL {window_secs} SECOND")
 }
 
-/// The aggregate: consumer state, totals over all and over the window, first/last seen.
-pub(crate) fn aggregate_sql(window_secs: u64) -> String {
-    let r = recent(window_secs);
+/// The aggregate: consumer state, totals over all digests (and, for doctor, over the window),
+/// first/last seen. The agent passes no window: it differences the totals over all digests,
+/// and each `LAST_SEEN` comparison costs the server a timestamp conversion per digest.
+pub(crate) fn aggregate_sql(window_secs: Option<u64>) -> String {
+    let window = match window_secs {
+        Some(w) => {
+            let r = recent(w);
+            format!(
+                "SUM({r}), SUM(IF({r}, COUNT_STAR, 0)), SUM(IF({r}, SUM_TIMER_WAIT, 0)) DIV 1000000"
+            )
+        }
+        None => "NULL, NULL, NULL".to_owned(),
+    };
     format!(
         "SELECT \
          (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'statements_digest'), \
          (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation'), \
-         COUNT(*), SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) DIV 1000000, \
-         SUM({r}), SUM(IF({r}, COUNT_STAR, 0)), SUM(IF({r}, SUM_TIMER_WAIT, 0)) DIV 1000000, \
+         COUNT(*), SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) DIV 1000000, {window}, \
          DATE_FORMAT(MIN(FIRST_SEEN), '%Y-%m-%d %H:%i:%s'), DATE_FORMAT(MAX(LAST_SEEN), '%Y-%m-%d %H:%i:%s'), SUM(DIGEST IS NULL) \
          FROM {TABLE} WHERE {}",
-        application_filter()
+        schema_filter()
     )
 }
 
@@ -234,9 +280,10 @@ pub(crate) fn top_sql(window_secs: u64, limit: u32) -> String {
          DATE_FORMAT(FIRST_SEEN, '%Y-%m-%d %H:%i:%s'), DATE_FORMAT(LAST_SEEN, '%Y-%m-%d %H:%i:%s'), \
          TIMESTAMPDIFF(SECOND, LAST_SEEN, NOW(6)), TIMESTAMPDIFF(SECOND, FIRST_SEEN, NOW(6)) \
          FROM {TABLE} WHERE DIGEST IS NOT NULL AND {} AND {} \
-         ORDER BY SUM_TIMER_WAIT DESC LIMIT {limit}",
-        application_filter(),
-        recent(window_secs)
+         ORDER BY SUM_TIMER_WAIT DESC LIMIT {}",
+        schema_filter(),
+        recent(window_secs),
+        limit.saturating_add(OWN_MARGIN)
     )
 }
 
@@ -286,7 +333,6 @@ pub(crate) fn parse_top(rows: &[TextRow], raw: &mut Raw) {
             last_seen_age_seconds: tcol_u64(row, 18),
             first_seen_age_seconds: tcol_u64(row, 19),
         });
-        raw.first_seen_age.push(tcol_u64(row, 19));
     }
 }
 
@@ -385,13 +431,13 @@ pub(crate) fn interval(
         .collect();
     let mut digests = Vec::new();
     let mut unknown = 0;
-    for (i, d) in cur.digests.iter().enumerate() {
+    for d in &cur.digests {
         let delta = match before.get(&(&d.schema, d.digest.as_str())) {
             _ if reset => Some(d.clone()),
             Some(p) if d.calls >= p.calls => Some(subtract(d, p)),
             Some(_) => Some(d.clone()),
             // Not listed last time: new since then if first seen within the interval.
-            None => match cur.first_seen_age.get(i).copied().flatten() {
+            None => match d.first_seen_age_seconds {
                 Some(age) if (age as f64) <= secs + 1.0 => Some(d.clone()),
                 _ => None,
             },
@@ -455,10 +501,15 @@ fn subtract(d: &Digest, p: &Digest) -> Digest {
 }
 
 /// Reads the table once (two statements).
-async fn read(s: &mut Session, window_secs: u64, limit: u32) -> Result<Raw, String> {
+async fn read(
+    s: &mut Session,
+    window_secs: u64,
+    limit: u32,
+    window_totals: bool,
+) -> Result<Raw, String> {
     let mut raw = Raw::default();
     let rows = s
-        .query(&aggregate_sql(window_secs))
+        .query(&aggregate_sql(window_totals.then_some(window_secs)))
         .await
         .map_err(|e| read_error(&e, s.account()))?;
     let row = text_rows(&rows)
@@ -474,6 +525,7 @@ async fn read(s: &mut Session, window_secs: u64, limit: u32) -> Result<Raw, Stri
         .await
         .map_err(|e| read_error(&e, s.account()))?;
     parse_top(&text_rows(&rows), &mut raw);
+    drop_server_state(&mut raw, window_secs, limit);
     Ok(raw)
 }
 
@@ -500,7 +552,7 @@ pub(crate) async fn collect(
     let uptime = facts.status_u64(StatusVar::Uptime).ok();
     let Some(tracker) = &opts.tracker else {
         let window = opts.window.as_secs().max(1);
-        let raw = read(s, window, opts.limit).await.map_err(failed)?;
+        let raw = read(s, window, opts.limit, true).await.map_err(failed)?;
         return Ok(since_reset(raw, window, opts.limit, uptime));
     };
     if let Some(last) = tracker.not_due() {
@@ -511,7 +563,7 @@ pub(crate) async fn collect(
     }
     // Digests seen since a little before the previous read.
     let window = (tracker.interval.as_secs() * 2).max(10);
-    let raw = read(s, window, opts.limit).await.map_err(failed)?;
+    let raw = read(s, window, opts.limit, false).await.map_err(failed)?;
     let now = Instant::now();
     let mut state = tracker
         .state
@@ -695,17 +747,50 @@ mod tests {
     }
 
     #[test]
-    fn filter_leaves_out_system_and_own_statements() {
-        let f = application_filter();
-        for p in [
-            "SHOW %",
-            "SET %",
-            "SELECT @@%",
-            "`performance\\_schema` .",
-            "'sys'",
+    fn server_state_and_own_statements_are_left_out_of_list_and_totals() {
+        // Digest texts as MariaDB 11.8 wrote them for powerdiag's own statements.
+        for own in [
+            "SHOW GLOBAL STATUS WHERE `Variable_name` IN (...)",
+            "SET SESSION MAX_STATEMENT_TIME = ? , `transaction_read_only` = ?",
+            "SELECT @@GLOBAL . `version` , @@GLOBAL . `version_comment`",
+            "SELECT ( SELECT ENABLED FROM `performance_schema` . `setup_consumers` WHERE NAME = ? )",
+            "SELECT ? FROM `app` . `docs` ORDER BY `VEC_DISTANCE_EUCLIDEAN` ( `e` , `VEC_FromText` (?) ) LIMIT ?",
+            "SELECT `VEC_ToText` ( `e` ) FROM `app` . `docs` LIMIT ?",
         ] {
-            assert!(f.contains(p), "{p}");
+            assert!(is_server_state(own), "{own}");
         }
-        assert!(top_sql(900, 10).ends_with("ORDER BY SUM_TIMER_WAIT DESC LIMIT 10"));
+        for app in [
+            "SELECT `id` FROM `docs` ORDER BY `VEC_DISTANCE_EUCLIDEAN` ( `e` , `VEC_FromText` (?) ) LIMIT ?",
+            "SELECT `settings` FROM `shop_setup` WHERE `id` = ?",
+            "SELECT `VERSION` ( ) , @@`sql_mode`",
+        ] {
+            assert!(!is_server_state(app), "{app}");
+        }
+        let mut raw = Raw {
+            all: StatementTotals {
+                digests: 3,
+                calls: 300,
+                time_us: 3_000,
+            },
+            window: StatementTotals {
+                digests: 3,
+                calls: 300,
+                time_us: 3_000,
+            },
+            ..Default::default()
+        };
+        parse_top(
+            &[listing("100", "1000", "0"), listing("100", "1000", "0")],
+            &mut raw,
+        );
+        raw.digests[0].text = "SHOW GLOBAL STATUS".into();
+        drop_server_state(&mut raw, 900, 10);
+        assert_eq!(raw.digests.len(), 1);
+        assert_eq!(
+            (raw.all.calls, raw.window.time_us, raw.window.digests),
+            (200, 2_000, 2)
+        );
+        assert!(schema_filter().contains("'sys'"));
+        assert!(top_sql(900, 10).ends_with("ORDER BY SUM_TIMER_WAIT DESC LIMIT 42"));
     }
 }
