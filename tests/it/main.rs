@@ -9,6 +9,7 @@
 mod agent;
 mod cli;
 mod deploy;
+mod diff_agents;
 mod errors;
 mod evicted_stats;
 mod examples;

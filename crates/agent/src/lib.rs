@@ -4,5 +4,6 @@
 
 pub mod collect;
 pub mod daemon;
+pub mod remote;
 
 pub use collect::{CollectOptions, CollectStats, collect};

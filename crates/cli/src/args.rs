@@ -119,12 +119,32 @@ pub(crate) struct CollectCmd {
 
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
-    /// The first snapshot (`powerdiag collect` output or a `doctor --format json` report)
+    /// The first snapshot: a file (`powerdiag collect` output or a `doctor --format json`
+    /// report, `-` for stdin) or a running agent (`http://host:9987`, `https://…`), whose last
+    /// snapshot is read from /api/v1/snapshot
     #[arg(value_name = "A")]
     pub(crate) a: PathBuf,
-    /// The second snapshot
+    /// The second snapshot: a file or an agent URL
     #[arg(value_name = "B")]
     pub(crate) b: PathBuf,
+    /// CA certificates (PEM) that sign the HTTPS agents' certificates
+    #[arg(long = "agent.ca-file", value_name = "FILE")]
+    pub(crate) agent_ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) for agents that require one (with --agent.key-file)
+    #[arg(long = "agent.cert-file", value_name = "FILE")]
+    pub(crate) agent_cert_file: Option<PathBuf>,
+    /// Client certificate's private key (PEM)
+    #[arg(long = "agent.key-file", value_name = "FILE")]
+    pub(crate) agent_key_file: Option<PathBuf>,
+    /// Basic auth user for the agents (their --web.config.file basic_auth_users)
+    #[arg(long = "agent.username", value_name = "USER")]
+    pub(crate) agent_username: Option<String>,
+    /// File holding the basic auth password (never on the command line)
+    #[arg(long = "agent.password-file", value_name = "FILE")]
+    pub(crate) agent_password_file: Option<PathBuf>,
+    /// Deadline for reading each agent's snapshot
+    #[arg(long = "agent.timeout", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub(crate) agent_timeout: std::time::Duration,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

@@ -94,6 +94,10 @@ pub struct Topology {
     /// The CPU list that total covers (mariadbd's affinity, else all online CPUs).
     pub l3_cpus: Option<String>,
     pub numa_nodes: Vec<NumaNode>,
+    /// Why there is no node data at all (a recorded tree without `node/`); `None` when the
+    /// nodes were read, or when the live kernel has no NUMA support (one implicit node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_unread: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -112,6 +116,10 @@ pub struct NumaNode {
     pub cpus: u32,
     pub memory_total_bytes: u64,
     pub memory_free_bytes: Option<u64>,
+    /// What could not be read for this node (its CPU list or its meminfo); `None` when both
+    /// were read. `cpus` and `memory_total_bytes` are then 0 for "unknown", not "none".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

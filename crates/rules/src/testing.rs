@@ -281,7 +281,9 @@ pub fn linux_os() -> OsFacts {
                 cpus: 8,
                 memory_total_bytes: 16 << 30,
                 memory_free_bytes: None,
+                unread: None,
             }],
+            numa_unread: None,
         }),
         memory: Gathered::Available(MemoryFacts {
             base_page_bytes: Some(4096),

@@ -37,11 +37,7 @@ pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
         }
     }
     if let Some(r) = d.probe_latency_ratio {
-        let (faster, x) = if r >= 1.0 { ("A", r) } else { ("B", 1.0 / r) };
-        let _ = writeln!(
-            o,
-            "Measured: probe queries on the same vector index ran {x:.1}× faster on {faster}."
-        );
+        let _ = writeln!(o, "Measured: {}.", probe_sentence(r));
     }
     let _ = writeln!(o);
     if d.differences.is_empty() {
@@ -160,7 +156,7 @@ pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
         );
     }
     if let Some(r) = d.probe_latency_ratio {
-        let _ = writeln!(o, "- Probe latency, B / A: {r:.2}.");
+        let _ = writeln!(o, "- Measured: {}.", probe_sentence(r));
     }
     for n in &d.notes {
         let _ = writeln!(o, "- Note: {n}.");
@@ -220,4 +216,23 @@ pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
         }
     }
     o
+}
+
+/// The probe's latency ratio (B over A) as one sentence, the same in every format: which side
+/// was faster and by how much, or that they ran alike (within 5%: no "1.0× faster").
+fn probe_sentence(b_over_a: f64) -> String {
+    if !b_over_a.is_finite() || b_over_a <= 0.0 {
+        return "probe latencies could not be compared".into();
+    }
+    if (0.95..=1.0 / 0.95).contains(&b_over_a) {
+        return format!(
+            "probe queries on the same vector index ran alike on both (B/A latency {b_over_a:.2})"
+        );
+    }
+    let (faster, x) = if b_over_a >= 1.0 {
+        ("A", b_over_a)
+    } else {
+        ("B", 1.0 / b_over_a)
+    };
+    format!("probe queries on the same vector index ran {x:.1}× faster on {faster}")
 }

@@ -292,6 +292,7 @@ pub(crate) mod tests_support {
                             cpus: 8,
                             memory_total_bytes: 0,
                             memory_free_bytes: None,
+                            unread: None,
                         });
                     }
                     o.counters = Gathered::Available(PerfCounters {
@@ -316,8 +317,14 @@ pub(crate) mod tests_support {
             SnapshotBuilder::new()
                 .os(|o| on_power_lpar(o, lpar(false, true, true, 21.0, 21), 84, 4))
                 .build(),
+            // Dedicated capped, measured at nominal (PD402 needs a measured frequency).
             SnapshotBuilder::new()
-                .os(|o| on_power_lpar(o, lpar(false, true, false, 21.0, 21), 84, 4))
+                .os(|o| {
+                    on_power_lpar(o, lpar(false, true, false, 21.0, 21), 84, 4);
+                    if let Gathered::Available(c) = &mut o.cpu {
+                        c.effective_mhz = c.nominal_mhz;
+                    }
+                })
                 .build(),
             SnapshotBuilder::new()
                 .os(|o| on_power_lpar(o, lpar(true, false, false, 3.0, 12), 20, 1))

@@ -5,8 +5,10 @@ use crate::{
 declare_rule! {
     /// ### What it does
     /// Reports a dedicated, capped PowerVM partition whose processors run at their nominal
-    /// frequency: effective frequency (SPURR/PURR × nominal) within 2% of nominal, or unknown
-    /// because the platform reports no SPURR. It is information about a trade-off, not a fault.
+    /// frequency: a *measured* effective frequency (SPURR/PURR × nominal) within 2% of
+    /// nominal. Without SPURR readings (a recorded tree, `--sample-window 0` on Linux, a platform
+    /// that reports none) the frequency is unknown and the rule says `insufficient_data`: staying
+    /// at nominal is then an assumption. It is information about a trade-off, not a fault.
     ///
     /// ### Why is this bad?
     /// Shared, uncapped partitions on POWER9 benefit from Workload Optimized Frequency: a lightly
@@ -44,6 +46,8 @@ impl Rule for LparDedicatedCappedLatency {
             )));
         }
         let cpu = s.cpu()?;
+        // Only a measured effective frequency shows the partition stays at nominal: without
+        // SPURR readings, "no boost" is an assumption, not a finding.
         let freq = match (cpu.effective_mhz, cpu.nominal_mhz) {
             (Some(e), Some(n)) if n > 0.0 => {
                 if e / n > BOOSTING {
@@ -52,12 +56,23 @@ impl Rule for LparDedicatedCappedLatency {
                     ))
                     .with_evidence(describe(p)));
                 }
-                format!("effective frequency {e:.0} MHz, nominal {n:.0} MHz")
+                format!(
+                    "effective frequency {e:.0} MHz ({}), nominal {n:.0} MHz",
+                    cpu.effective_source.as_deref().unwrap_or("measured")
+                )
             }
             (None, Some(n)) => {
-                format!("nominal {n:.0} MHz; effective frequency not measured (no SPURR readings)")
+                return Err(Verdict::insufficient(format!(
+                    "the effective frequency was not measured (no SPURR/PURR readings: run on the live host with a sample window); nominal {n:.0} MHz"
+                ))
+                .with_evidence(describe(p)));
             }
-            _ => "frequency unknown".to_owned(),
+            _ => {
+                return Err(Verdict::insufficient(
+                    "the partition's nominal and effective frequencies are unknown",
+                )
+                .with_evidence(describe(p)));
+            }
         };
         Ok(Verdict::fail(
             "dedicated capped partition at nominal frequency: single queries miss the boost a shared uncapped partition gets (+38% clock in the field report)",
@@ -91,10 +106,10 @@ mod tests {
             check(lpar(false, true, false, 21.0, 21), Some(2750.0)).status,
             Status::Fail
         );
-        assert_eq!(
-            check(lpar(false, true, false, 21.0, 21), None).status,
-            Status::Fail
-        );
+        // Not measured: no verdict on an assumed frequency.
+        let v = check(lpar(false, true, false, 21.0, 21), None);
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("not measured"), "{}", v.summary);
         assert_eq!(
             check(lpar(false, true, false, 21.0, 21), Some(3400.0)).status,
             Status::Pass

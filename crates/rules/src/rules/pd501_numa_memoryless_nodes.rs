@@ -40,7 +40,21 @@ const MAX_IMBALANCE: Threshold = Threshold {
 impl Rule for NumaMemorylessNodes {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let t = s.topology()?;
-        if t.numa_nodes.len() < 2 {
+        if let Some(why) = &t.numa_unread {
+            return Err(Verdict::insufficient(format!(
+                "the NUMA nodes are unknown: {why}"
+            )));
+        }
+        // Only nodes whose CPUs and memory were both read are judged: a 0 that could not be
+        // read is not "no memory".
+        let unread: Vec<String> = t
+            .numa_nodes
+            .iter()
+            .filter_map(|n| n.unread.as_ref().map(|w| format!("node {}: {w}", n.id)))
+            .collect();
+        let complete: Vec<&crate::NumaNode> =
+            t.numa_nodes.iter().filter(|n| n.unread.is_none()).collect();
+        if t.numa_nodes.len() < 2 && unread.is_empty() {
             return Ok(Verdict::pass("one NUMA node: all memory is local"));
         }
         let evidence: Vec<String> = t
@@ -56,8 +70,7 @@ impl Rule for NumaMemorylessNodes {
                 )
             })
             .collect();
-        let memoryless: Vec<String> = t
-            .numa_nodes
+        let memoryless: Vec<String> = complete
             .iter()
             .filter(|n| n.cpus > 0 && n.memory_total_bytes == 0)
             .map(|n| n.id.to_string())
@@ -68,8 +81,7 @@ impl Rule for NumaMemorylessNodes {
                 memoryless.join(", ")
             ))
         } else {
-            let with_cpus: Vec<u64> = t
-                .numa_nodes
+            let with_cpus: Vec<u64> = complete
                 .iter()
                 .filter(|n| n.cpus > 0)
                 .map(|n| n.memory_total_bytes)
@@ -86,6 +98,15 @@ impl Rule for NumaMemorylessNodes {
                     format_bytes(lo),
                     format_bytes(hi)
                 ))
+            } else if !unread.is_empty() {
+                let mut v = Verdict::insufficient(format!(
+                    "{} of {} NUMA nodes could not be read completely: {}",
+                    unread.len(),
+                    t.numa_nodes.len(),
+                    unread.join("; ")
+                ));
+                v.evidence = evidence;
+                return Err(v);
             } else {
                 Verdict::pass(format!(
                     "{} NUMA nodes, each with local memory",
@@ -117,6 +138,7 @@ mod tests {
                             cpus: 16,
                             memory_total_bytes: *m,
                             memory_free_bytes: None,
+                            unread: None,
                         })
                         .collect();
                 }
@@ -140,5 +162,40 @@ mod tests {
             verdict(&NumaMemorylessNodes, &s).status,
             Status::InsufficientData
         );
+    }
+
+    #[test]
+    fn unread_nodes_are_not_judged() {
+        let with = |edit: fn(&mut crate::Topology)| {
+            let s = SnapshotBuilder::new()
+                .os(|o| {
+                    if let Gathered::Available(t) = &mut o.topology {
+                        edit(t);
+                    }
+                })
+                .build();
+            verdict(&NumaMemorylessNodes, &s)
+        };
+        // A tree without node data is not "one node".
+        let v = with(|t| {
+            t.numa_nodes.clear();
+            t.numa_unread = Some("no NUMA node data in the tree".into());
+        });
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        // A node whose meminfo could not be read is not memoryless.
+        let v = with(|t| {
+            t.numa_nodes = (0..2)
+                .map(|i| NumaNode {
+                    id: i,
+                    cpu_list: "0-7".into(),
+                    cpus: 8,
+                    memory_total_bytes: if i == 0 { 16 << 30 } else { 0 },
+                    memory_free_bytes: None,
+                    unread: (i == 1).then(|| "node1/meminfo: no MemTotal".into()),
+                })
+                .collect();
+        });
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("node1/meminfo"), "{}", v.summary);
     }
 }

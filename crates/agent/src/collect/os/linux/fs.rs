@@ -45,6 +45,24 @@ pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
 }
 
 /// A CPU list back in kernel form: [0,1,2,3,8] → `0-3,8`.
+/// A sysfs CPU bit mask (`cpumap`, `shared_cpu_map`): comma-separated 32-bit hex words, most
+/// significant first, e.g. `00000000,0000ffff` → CPUs 0-15. Older kernels have only these.
+pub(crate) fn parse_cpu_mask(s: &str) -> Result<Vec<u32>, String> {
+    let mut cpus = Vec::new();
+    let words: Vec<&str> = s.trim().split(',').collect();
+    for (i, word) in words.iter().rev().enumerate() {
+        let w = u32::from_str_radix(word.trim(), 16)
+            .map_err(|_| format!("'{}' is not a CPU mask", s.trim()))?;
+        let base = u32::try_from(i)
+            .ok()
+            .and_then(|i| i.checked_mul(32))
+            .ok_or_else(|| format!("CPU mask '{}' is too long", s.trim()))?;
+        cpus.extend((0..32).filter(|b| w & (1 << b) != 0).map(|b| base + b));
+    }
+    cpus.sort_unstable();
+    Ok(cpus)
+}
+
 pub(crate) fn format_cpu_list(cpus: &[u32]) -> String {
     let mut v = cpus.to_vec();
     v.sort_unstable();
@@ -81,6 +99,20 @@ pub(crate) fn bracketed(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_masks_as_older_kernels_write_them() {
+        assert_eq!(
+            parse_cpu_mask("0000ffff").unwrap(),
+            (0..16).collect::<Vec<_>>()
+        );
+        assert_eq!(parse_cpu_mask("00000001,00000000\n").unwrap(), vec![32]);
+        assert_eq!(
+            parse_cpu_mask("00000000,00000000,000000f0").unwrap(),
+            vec![4, 5, 6, 7]
+        );
+        assert!(parse_cpu_mask("zz").is_err());
+    }
 
     #[test]
     fn cpu_lists() {

@@ -4,12 +4,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use powerdiag_rules::{Cache, NumaNode, Topology};
 
-use super::fs::{format_cpu_list, parse_cpu_list, parse_size, read, read_trim};
+use super::fs::{format_cpu_list, parse_cpu_list, parse_cpu_mask, parse_size, read, read_trim};
 use crate::collect::os::Roots;
 
 /// `allowed`: the CPUs mariadbd may run on (its affinity), for the L3 total.
 pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, String> {
-    let online = parse_cpu_list(&read_trim(&r.sys("devices/system/cpu/online"))?)?;
+    let online = online_cpus(r)?;
     let mut caches: BTreeMap<(u32, String, String), u64> = BTreeMap::new();
     // Per cache index, the CPUs already covered by a cache seen on another CPU: a shared cache
     // is read once, not once per CPU (on a 96-CPU POWER9 that is ~10× fewer files).
@@ -25,7 +25,13 @@ pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, St
                 continue;
             }
             let p = e.path();
-            let Ok(shared) = read_trim(&p.join("shared_cpu_list")) else {
+            // Older kernels have only the hex mask.
+            let Some(shared) = read_trim(&p.join("shared_cpu_list")).ok().or_else(|| {
+                read_trim(&p.join("shared_cpu_map"))
+                    .ok()
+                    .and_then(|m| parse_cpu_mask(&m).ok())
+                    .map(|cpus| format_cpu_list(&cpus))
+            }) else {
                 continue;
             };
             let shared_cpus = parse_cpu_list(&shared).unwrap_or_default();
@@ -90,27 +96,94 @@ pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, St
             .fold(0u64, u64::saturating_add)
     });
 
+    let (numa_nodes, numa_unread) = numa(r)?;
     Ok(Topology {
         caches,
         l3_total_bytes,
         l3_cpus: Some(format_cpu_list(&allowed.into_iter().collect::<Vec<_>>())),
-        numa_nodes: numa(r)?,
+        numa_nodes,
+        numa_unread,
     })
 }
 
-fn numa(r: &Roots) -> Result<Vec<NumaNode>, String> {
+/// The online CPUs: `cpu/online`, else the `cpuN` directories (trees recorded without it).
+pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, String> {
+    let base = r.sys("devices/system/cpu");
+    if let Ok(list) = read_trim(&base.join("online")) {
+        return parse_cpu_list(&list);
+    }
+    let mut ids: Vec<u32> = std::fs::read_dir(&base)
+        .map_err(|e| format!("{}: {e}", base.display()))?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix("cpu")?
+                .parse::<u32>()
+                .ok()
+        })
+        .collect();
+    ids.sort_unstable();
+    if ids.is_empty() {
+        return Err(format!(
+            "{}: no online list and no cpuN directories",
+            base.display()
+        ));
+    }
+    Ok(ids)
+}
+
+/// The NUMA nodes, and why there are none when a recorded tree has no node data. Nodes are
+/// listed by `node/online`, else by the `nodeN` directories (trees recorded without it); a
+/// node's CPUs come from `cpulist`, else from the `cpumap` mask (older kernels).
+fn numa(r: &Roots) -> Result<(Vec<NumaNode>, Option<String>), String> {
     let base = r.sys("devices/system/node");
-    let Ok(online) = read_trim(&base.join("online")) else {
-        return Ok(Vec::new()); // kernel without NUMA: one implicit node
+    let ids: Vec<u32> = match read_trim(&base.join("online")) {
+        Ok(online) => parse_cpu_list(&online)?,
+        Err(_) => {
+            let mut ids: Vec<u32> = std::fs::read_dir(&base)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .filter_map(|e| {
+                            e.file_name()
+                                .to_str()?
+                                .strip_prefix("node")?
+                                .parse::<u32>()
+                                .ok()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            ids.sort_unstable();
+            if ids.is_empty() {
+                // The live kernel without NUMA support has one implicit node; a recorded
+                // tree without node/ says nothing.
+                let why = (!r.is_live()).then(|| {
+                    format!(
+                        "no NUMA node data in the tree ({} has no online list and no nodeN)",
+                        base.display()
+                    )
+                });
+                return Ok((Vec::new(), why));
+            }
+            ids
+        }
     };
     let mut nodes = Vec::new();
-    for id in parse_cpu_list(&online)? {
+    for id in ids {
         let dir = base.join(format!("node{id}"));
-        let cpu_list = read_trim(&dir.join("cpulist")).unwrap_or_default();
-        let cpus = parse_cpu_list(&cpu_list)
-            .map(|c| c.len() as u32)
-            .unwrap_or(0);
-        let meminfo = read(&dir.join("meminfo"))?;
+        let mut unread = Vec::new();
+        let cpu_ids = match read_trim(&dir.join("cpulist")) {
+            Ok(list) => parse_cpu_list(&list).ok(),
+            Err(_) => read_trim(&dir.join("cpumap"))
+                .ok()
+                .and_then(|m| parse_cpu_mask(&m).ok()),
+        };
+        if cpu_ids.is_none() {
+            unread.push(format!("{}: neither cpulist nor cpumap", dir.display()));
+        }
+        let cpu_ids = cpu_ids.unwrap_or_default();
+        let meminfo = read(&dir.join("meminfo")).unwrap_or_default();
         let field = |name: &str| -> Option<u64> {
             meminfo.lines().find_map(|l| {
                 let rest = l.split_once(&format!(" {name}:"))?.1;
@@ -121,15 +194,96 @@ fn numa(r: &Roots) -> Result<Vec<NumaNode>, String> {
                     .map(|kb| kb.saturating_mul(1024))
             })
         };
-        let memory_total_bytes = field("MemTotal")
-            .ok_or_else(|| format!("{}: no MemTotal", dir.join("meminfo").display()))?;
+        let memory_total_bytes = field("MemTotal");
+        if memory_total_bytes.is_none() {
+            unread.push(format!("{}: no MemTotal", dir.join("meminfo").display()));
+        }
         nodes.push(NumaNode {
             id,
-            cpu_list,
-            cpus,
-            memory_total_bytes,
+            cpu_list: format_cpu_list(&cpu_ids),
+            cpus: cpu_ids.len() as u32,
+            memory_total_bytes: memory_total_bytes.unwrap_or(0),
             memory_free_bytes: field("MemFree"),
+            unread: (!unread.is_empty()).then(|| unread.join("; ")),
         });
     }
-    Ok(nodes)
+    Ok((nodes, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// An older kernel's layout: no `cpu/online`, no `node/online`, masks instead of lists.
+    #[test]
+    fn reads_trees_without_online_lists_or_cpu_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("sys/devices/system");
+        for cpu in 0..4 {
+            let c = format!("sys/devices/system/cpu/cpu{cpu}/cache/index3");
+            write(dir.path(), &format!("{c}/level"), "3\n");
+            write(dir.path(), &format!("{c}/type"), "Unified\n");
+            write(dir.path(), &format!("{c}/size"), "8192K\n");
+            write(dir.path(), &format!("{c}/shared_cpu_map"), "0000000f\n");
+        }
+        for (node, mask, mem) in [(0, "00000003", 8 << 20), (1, "0000000c", 0)] {
+            write(
+                dir.path(),
+                &format!("sys/devices/system/node/node{node}/cpumap"),
+                &format!("{mask}\n"),
+            );
+            write(
+                dir.path(),
+                &format!("sys/devices/system/node/node{node}/meminfo"),
+                &format!(
+                    "Node {node} MemTotal:       {mem} kB\nNode {node} MemFree:        1024 kB\n"
+                ),
+            );
+        }
+        assert!(sys.join("node/node1").is_dir());
+        let roots = Roots::tree(dir.path());
+        let t = collect(&roots, None).unwrap();
+        assert_eq!(t.caches.len(), 1, "{t:?}");
+        assert_eq!(t.caches[0].shared_cpu_list, "0-3");
+        assert_eq!(t.l3_total_bytes, Some(8 << 20));
+        assert_eq!(t.numa_nodes.len(), 2);
+        assert_eq!(
+            (t.numa_nodes[0].cpus, t.numa_nodes[0].cpu_list.as_str()),
+            (2, "0-1")
+        );
+        assert_eq!(
+            (t.numa_nodes[1].cpus, t.numa_nodes[1].memory_total_bytes),
+            (2, 0)
+        );
+        assert_eq!(t.numa_nodes[1].unread, None, "0 kB was read: memoryless");
+        assert_eq!(t.numa_unread, None);
+
+        // A node without meminfo is unread, not memoryless; a tree without node/ says so.
+        std::fs::remove_file(sys.join("node/node1/meminfo")).unwrap();
+        let t = collect(&roots, None).unwrap();
+        assert!(
+            t.numa_nodes[1]
+                .unread
+                .as_deref()
+                .unwrap()
+                .contains("MemTotal")
+        );
+        std::fs::remove_dir_all(sys.join("node")).unwrap();
+        let t = collect(&roots, None).unwrap();
+        assert!(t.numa_nodes.is_empty());
+        assert!(
+            t.numa_unread
+                .as_deref()
+                .unwrap()
+                .contains("no NUMA node data")
+        );
+    }
 }
