@@ -175,11 +175,14 @@ pub(crate) fn index_columns(text: &str) -> Option<(String, Vec<String>)> {
         }
     }
     if let Some(o) = upper.iter().position(|t| t == "ORDER") {
-        for t in tokens[o + 1..]
+        let end = upper[o..]
             .iter()
-            .take_while(|t| !t.eq_ignore_ascii_case("LIMIT"))
-        {
-            if is_ident(t) {
+            .position(|t| t == "LIMIT")
+            .map_or(upper.len(), |e| o + e);
+        for i in o + 1..end {
+            let t = &tokens[i];
+            // A qualifier (`t` . `col`) is not a column.
+            if is_ident(t) && tokens.get(i + 1).map(String::as_str) != Some(".") {
                 push_unique(&mut order, t);
             }
         }
@@ -348,5 +351,15 @@ pub(crate) mod tests {
             None
         );
         assert_eq!(index_columns("SELECT * FROM `a`"), None);
+        // Django's listing, as MariaDB 11.8 wrote its digest.
+        assert_eq!(
+            index_columns(
+                "SELECT `shop_patch` . `id` , `shop_patch` . `name` FROM `shop_patch` WHERE `shop_patch` . `state` = ? ORDER BY `shop_patch` . `date` DESC , `shop_patch` . `id` DESC LIMIT ?"
+            ),
+            Some((
+                "`shop_patch`".into(),
+                vec!["`state`".into(), "`date`".into(), "`id`".into()]
+            ))
+        );
     }
 }
