@@ -319,6 +319,9 @@ impl Statements {
                 if let Some(f) = &self.first_seen {
                     parts.push(format!("oldest digest first seen {f}"));
                 }
+                if let Some(l) = &self.last_seen {
+                    parts.push(format!("last seen {l}"));
+                }
                 if let Some(u) = self.uptime_seconds {
                     parts.push(format!("server up {}", format_secs(u)));
                 }
