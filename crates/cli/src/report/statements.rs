@@ -162,7 +162,7 @@ pub(crate) fn markdown(t: &TopStatements) -> String {
     for s in &t.statements {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | `{}` |",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
             s.rank,
             pct(s.time_share),
             s.calls,
@@ -173,11 +173,18 @@ pub(crate) fn markdown(t: &TopStatements) -> String {
             s.tmp_disk_tables,
             md_cell(s.schema.as_deref().unwrap_or("-")),
             short_digest(&s.digest),
-            md_cell(&display_text(&s.text, 300)).replace('`', "'")
+            md_code(&s.text)
         );
     }
     let _ = writeln!(o);
     o
+}
+
+/// Digest text as a Markdown code span: delimited by two backticks (the text quotes its
+/// identifiers with one), padded with spaces, a double backtick inside broken up.
+fn md_code(text: &str) -> String {
+    let t = md_cell(&display_text(text, 300)).replace("``", "` `");
+    format!("`` {t} ``")
 }
 
 fn md_cell(s: &str) -> String {
