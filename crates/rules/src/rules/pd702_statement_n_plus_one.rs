@@ -173,15 +173,18 @@ impl Rule for StatementNPlusOne {
                 r.short_text(200),
                 pct(*share)
             ));
+            let with = if *is_parent {
+                format!("with its probable parent\n    {}\n", r.short_text(200))
+            } else {
+                format!(
+                    "with the statement that lists those rows (no listing's rows matched the lookup's calls; the schema's busiest other statement is\n    {}\n)\n",
+                    r.short_text(200)
+                )
+            };
             rem.push_str(&format!(
-                "load the rows of the lookup\n    {}\nwith {}\n    {}\nin one statement: Django select_related()/prefetch_related(), SQLAlchemy joinedload()/selectinload(), Rails includes, JPA JOIN FETCH\n",
+                "load the rows of the lookup\n    {}\n{with}in one statement or one batched statement: Django select_related() (a JOIN) or prefetch_related() (one IN query), SQLAlchemy joinedload()/selectinload(), Rails includes, JPA JOIN FETCH\n",
                 l.display_text(200),
-                if *is_parent { "its probable parent" } else { "the statement that lists them (not identified; maybe" },
-                r.display_text(200)
             ));
-            if !*is_parent {
-                rem.push_str("  — the busiest statement of the schema, the closest candidate)\n");
-            }
         }
         v = v.with_evidence(period);
         Ok(v.with_remediation(rem.trim_end().to_owned()))
