@@ -20,7 +20,9 @@
 #      of mariadbd's threads with the agent sampling every second, minus an idle baseline of the
 #      same length), with the variables read one sample in four (the default ratio) and every
 #      sample; then what each statement form for variables and status costs the server, sent
-#      once a second on one connection, against a `DO 1` sent the same way;
+#      once a second on one connection, against a `DO 1` sent the same way; what one read of the
+#      statement digests costs the server with 1,000 distinct digests in the table (the agent
+#      reading them every sample, against the agent with the reads off);
 #   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
 #      statements, one agent sample's collector time and statements.
 #
@@ -185,6 +187,26 @@ agent_server_cpu() { # LABEL VARIABLES_REFRESH
 # variables too; "4s" at a 1 s interval keeps that ratio. "0s" reads them every sample.
 agent_server_cpu "variables every 4th sample (the default ratio)" 4s
 agent_server_cpu "variables every sample (variables_refresh = 0)" 0s
+
+step "statement digests: one read (two statements) with 1,000 distinct digests in the table"
+# 1,000 distinct application digests (the alias is part of the digest), then the agent sampling
+# every second with the digest table read every sample, against the agent with the reads off:
+# the difference per sample is what one read costs the server (the SQL is the collector's own).
+for i in $(seq 1000); do echo "SELECT $i AS c$i;"; done | sql -D powerdiag_it >/dev/null
+say "digests in the table: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")"
+digest_read_cpu() { # ENABLED: prints mariadbd ns per sample
+    start_agent "$(printf '[sample]\ninterval = "1s"\ntimeout = "900ms"\nwindow = "0s"\nvariables_refresh = "1h"\n[probe]\nenabled = false\n[statements]\nenabled = %s\ninterval = "1s"\n' "$1")"
+    sleep 2.5 # the first samples list the vector indexes and take the first digest read
+    local n0 n1
+    n0=$(run_ns "$DB_PID")
+    sleep "$SECONDS_CPU"
+    n1=$(run_ns "$DB_PID")
+    stop_agent
+    echo $(((n1 - n0) / SECONDS_CPU))
+}
+without=$(digest_read_cpu false)
+with=$(digest_read_cpu true)
+say "statement digests: one read (aggregate + busiest 100 of 1,000 digests) costs $(((with - without) / 1000)) µs of server CPU (agent sample with the read $((with / 1000)) µs, without $((without / 1000)) µs; schedstat over ${SECONDS_CPU} samples each) (budget < 1,000 µs)"
 
 step "server CPU per statement form: one statement a second on one connection, ${FORM_SAMPLES} times each"
 # What each way of reading variables and status costs mariadbd, against a trivial statement sent

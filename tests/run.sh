@@ -3,6 +3,8 @@
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
 #      then tests/harness/verify-setup.sh proves its package list suffices on a clean Debian 12
 #      root (cached per list), so a package missing from it fails here and not on a new machine;
+#      tests/harness/orm.sh setup: Django and PyMySQL in a virtualenv (cached) for the
+#      statement tests;
 #   2. cargo fmt --check, clippy -D warnings, cargo deny (bans, licences, sources; advisories
 #      when GitHub is reachable), cargo check for ppc64le and arm64, and the AIX compile check
 #      of perfstat-sys (crates/perfstat-sys/ci-check.sh);
@@ -14,7 +16,7 @@
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
-# scale = +19, evict = +17),
+# scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -43,6 +45,7 @@ step "set-up (tests/harness/setup.sh)"
 
 step "set-up check: packages.txt on a clean Debian 12 root (tests/harness/verify-setup.sh)"
 "$HERE/harness/verify-setup.sh"
+"$HERE/harness/orm.sh" setup
 # rustup puts cargo in ~/.cargo/bin; a fresh login shell may not have it on PATH yet.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then
@@ -83,7 +86,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -94,11 +97,11 @@ for sp in "${SERVER_PORTS[@]}"; do
     fi
 done
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+10..N+19; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+10..N+20; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -115,7 +118,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (three) and 10.11 (two) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (four) and 10.11 (three) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -127,6 +130,10 @@ start_server hang 10.11 11
 start_server scale 11.8 19
 # evict: restarted by tests/it/evicted_stats.rs, whose undersized vector cache must survive that.
 POWERDIAG_IT_MARIADB_OPTIONS=mhnsw_max_cache_size=1M start_server evict 11.8 17
+# stmt118, stmt1011: performance_schema ON, owned by tests/it/statements.rs (it resets the
+# digest table and drives an ORM application).
+start_server stmt118 11.8 20
+POWERDIAG_IT_MARIADB_PFS=ON start_server stmt1011 10.11 12
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

@@ -33,7 +33,7 @@ Environment: POWERDIAG_IT_DIR, POWERDIAG_IT_ROOT_PASSWORD (default powerdiag-it-
 POWERDIAG_CACHE_DIR (default /var/cache/powerdiag), POWERDIAG_IT_START_TIMEOUT (default 60 s),
 POWERDIAG_IT_USER (OS user mariadbd runs as when started by root; default mysql),
 POWERDIAG_IT_MARIADB_PFS (performance_schema of an 11.8 instance: ON, the default, or OFF;
-10.11 instances always run with it OFF),
+10.11: OFF, the default, or ON),
 POWERDIAG_IT_MARIADB_OPTIONS (extra server options for this start, space-separated name=value
 pairs appended to [mysqld], e.g. 'mhnsw_max_cache_size=1M'; a restart must pass them again).
 EOF
@@ -103,7 +103,7 @@ set_flavour() { # FLAVOUR
         ADMIN=/usr/bin/mariadb-admin
         INSTALL_DB=/usr/bin/mariadb-install-db
         BASEDIR=/usr
-        PFS=OFF
+        PFS=${POWERDIAG_IT_MARIADB_PFS:-OFF}
         local p
         for p in "$MARIADBD" "$CLIENT" "$ADMIN" "$INSTALL_DB"; do
             [ -x "$p" ] || die "$p missing: install mariadb-server and mariadb-client (tests/harness/setup.sh)"

@@ -35,6 +35,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             probe: None,
             vector_cache: None,
             reuse: None,
+            statements: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

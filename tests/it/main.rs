@@ -29,5 +29,6 @@ mod no_database;
 mod prometheus;
 mod scale;
 mod stability;
+mod statements;
 mod support;
 mod vector;

@@ -185,7 +185,7 @@ pub(crate) struct DoctorArgs {
     /// Judge a recorded snapshot (`powerdiag collect -o FILE`, or a saved `doctor --format json`
     /// report) instead of this host: same report and exit status, on any platform. `-` reads
     /// stdin
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "procfs", "sysfs", "rootfs"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "statements_window", "procfs", "sysfs", "rootfs"])]
     pub(crate) from: Option<PathBuf>,
 
     /// Judge with the rule settings of an agent configuration file (TOML: `[rules] disabled`
@@ -201,6 +201,11 @@ pub(crate) struct DoctorArgs {
     /// Colour in the text report: auto = only on a terminal and without NO_COLOR
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub(crate) color: ColorChoice,
+
+    /// Statements in the report's "Top statements" section (busiest by time, from
+    /// performance_schema); 0 leaves the section out
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub(crate) statements: u32,
 
     #[command(flatten)]
     pub(crate) collect: CollectArgs,
@@ -249,8 +254,23 @@ pub(crate) struct CollectArgs {
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_window)]
     pub(crate) sample_window: Duration,
 
+    /// Statement digests judged: those the server ran within this long before the read
+    /// (their counts are totals since the digest table was last reset), e.g. 15m, 1h
+    #[arg(long, default_value = "15m", value_name = "DURATION", value_parser = parse_statements_window)]
+    pub(crate) statements_window: Duration,
+
     #[command(flatten)]
     pub(crate) paths: PathArgs,
+}
+
+fn parse_statements_window(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e}"))?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(366 * 86_400) {
+        return Err(format!(
+            "{s:?} is not between 1s and 366d: the window of recently seen statements"
+        ));
+    }
+    Ok(d)
 }
 
 /// node_exporter's flags: read a recorded tree instead of the live system.

@@ -33,7 +33,14 @@ pub(crate) fn run(args: &DoctorArgs) -> Result<u8> {
     };
     let checks = evaluate_with(&snapshot, &settings);
     let code = exit_code(checks.worst());
-    report::doctor(&snapshot, &checks, code, args.format, args.color)?;
+    report::doctor(
+        &snapshot,
+        &checks,
+        code,
+        args.format,
+        args.color,
+        args.statements,
+    )?;
     Ok(code)
 }
 
@@ -51,6 +58,10 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             }),
             vector_cache: None,
             reuse: None,
+            statements: Some(collect::StatementOptions {
+                window: args.statements_window,
+                ..Default::default()
+            }),
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

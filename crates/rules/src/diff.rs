@@ -27,6 +27,46 @@ pub struct Diff {
     pub differences: Vec<Difference>,
     /// What could not be compared, and why.
     pub notes: Vec<String>,
+    /// The statement digests of both sides, when both have them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements: Option<StatementsDiff>,
+}
+
+/// Statements present on both sides (matched by schema and digest) and those on one side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementsDiff {
+    /// A's and B's period, in words.
+    pub period_a: String,
+    pub period_b: String,
+    /// On both sides, B's time per call over A's largest change first.
+    pub both: Vec<StatementChange>,
+    /// Only in A's listed digests (B no longer runs them, or not among its busiest).
+    pub only_a: Vec<StatementSide>,
+    pub only_b: Vec<StatementSide>,
+}
+
+/// One statement on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementChange {
+    pub schema: Option<String>,
+    pub digest: String,
+    /// The digest text, shortened.
+    pub text: String,
+    pub calls_per_second_a: Option<f64>,
+    pub calls_per_second_b: Option<f64>,
+    pub mean_seconds_a: f64,
+    pub mean_seconds_b: f64,
+}
+
+/// A statement listed on one side only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementSide {
+    pub schema: Option<String>,
+    pub digest: String,
+    pub text: String,
+    pub calls: u64,
+    pub time_share: f64,
+    pub mean_seconds: f64,
 }
 
 /// Who is being compared.
@@ -104,7 +144,61 @@ pub fn diff(a: &Snapshot, b: &Snapshot) -> Diff {
         probe_latency_ratio: probe_ratio(a, b),
         differences: d,
         notes,
+        statements: statements(a, b),
     }
+}
+
+/// Most statements listed per part of the statements comparison.
+const STATEMENTS_LISTED: usize = 20;
+
+fn statements(a: &Snapshot, b: &Snapshot) -> Option<StatementsDiff> {
+    let sa = a.db().ok()?.statements().ok()?;
+    let sb = b.db().ok()?.statements().ok()?;
+    let key = |d: &crate::Digest| (d.schema.clone(), d.digest.clone());
+    let in_b: std::collections::HashMap<_, _> = sb.judged().map(|d| (key(d), d)).collect();
+    let in_a: std::collections::HashSet<_> = sa.judged().map(key).collect();
+    let mut both: Vec<StatementChange> = sa
+        .judged()
+        .filter_map(|da| {
+            let db = in_b.get(&key(da))?;
+            Some(StatementChange {
+                schema: da.schema.clone(),
+                digest: da.digest.clone(),
+                text: da.short_text(120),
+                calls_per_second_a: sa.calls_per_second(da),
+                calls_per_second_b: sb.calls_per_second(db),
+                mean_seconds_a: da.mean_us() / 1e6,
+                mean_seconds_b: db.mean_us() / 1e6,
+            })
+        })
+        .collect();
+    let change = |c: &StatementChange| {
+        let (x, y) = (c.mean_seconds_a.max(1e-9), c.mean_seconds_b.max(1e-9));
+        (y / x).ln().abs()
+    };
+    both.sort_by(|x, y| change(y).total_cmp(&change(x)));
+    both.truncate(STATEMENTS_LISTED);
+    let one = |st: &crate::Statements, other: &dyn Fn(&crate::Digest) -> bool| {
+        st.judged()
+            .filter(|d| !other(d))
+            .take(STATEMENTS_LISTED)
+            .map(|d| StatementSide {
+                schema: d.schema.clone(),
+                digest: d.digest.clone(),
+                text: d.short_text(120),
+                calls: d.calls,
+                time_share: d.time_share(&st.total),
+                mean_seconds: d.mean_us() / 1e6,
+            })
+            .collect::<Vec<_>>()
+    };
+    Some(StatementsDiff {
+        period_a: sa.period_text(),
+        period_b: sb.period_text(),
+        both,
+        only_a: one(sa, &|d| in_b.contains_key(&key(d))),
+        only_b: one(sb, &|d| in_a.contains(&key(d))),
+    })
 }
 
 fn side(s: &Snapshot) -> Side {
@@ -612,6 +706,43 @@ fn probe_ratio(a: &Snapshot, b: &Snapshot) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::testing::*;
+
+    #[test]
+    fn statements_on_both_sides_and_on_one() {
+        let mut listing = digest("SELECT * FROM `t` WHERE `a` = ?", 100, 1_000_000, 1000, 10);
+        listing.first_seen_age_seconds = Some(100);
+        let lookup = digest("SELECT * FROM `u` WHERE `id` = ?", 1000, 100_000, 1, 1);
+        let joined = digest(
+            "SELECT * FROM `t` JOIN `u` ON `a` = `b`",
+            10,
+            50_000,
+            10,
+            10,
+        );
+        let a = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .statements(vec![listing.clone(), lookup], 0)
+            .build();
+        let mut faster = listing;
+        faster.time_us = 100_000;
+        faster.first_seen_age_seconds = Some(50);
+        let b = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .statements(vec![faster, joined], 0)
+            .build();
+        let st = diff(&a, &b).statements.expect("both have statements");
+        assert_eq!(st.both.len(), 1);
+        let c = &st.both[0];
+        assert_eq!(
+            (c.calls_per_second_a, c.calls_per_second_b),
+            (Some(1.0), Some(2.0))
+        );
+        assert!((c.mean_seconds_a - 0.01).abs() < 1e-9 && (c.mean_seconds_b - 0.001).abs() < 1e-9);
+        assert!(st.only_a[0].text.contains("`u`") && st.only_b[0].text.contains("JOIN"));
+        // Without digests on one side there is nothing to compare.
+        let none = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
+        assert!(diff(&a, &none).statements.is_none());
+    }
 
     #[test]
     fn identical_snapshots_have_no_differences_and_are_comparable() {

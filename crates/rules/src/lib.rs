@@ -17,12 +17,15 @@ mod rule;
 pub mod rules;
 mod settings;
 mod snapshot;
+mod statements;
 pub mod testing;
 mod value;
 mod var;
 mod version;
 
-pub use diff::{Comparability, Diff, Difference, Side, diff};
+pub use diff::{
+    Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
+};
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use report::{Check, Report, Status, evaluate, evaluate_with};
@@ -30,6 +33,10 @@ pub use rule::{Declared, Impact, Rule, RuleMeta, Scope, Severity, Verdict};
 pub use rules::{RULES, find_rule};
 pub use settings::{Limits, Settings, SettingsError, Threshold, Unit};
 pub use snapshot::*;
+pub use statements::{
+    Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements,
+    display_text, format_secs, format_us, short_digest,
+};
 pub use value::{format_bytes, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};
 pub use version::{Flavour, ServerVersion};

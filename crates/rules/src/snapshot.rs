@@ -201,6 +201,9 @@ pub struct MariadbFacts {
     pub status: BTreeMap<String, String>,
     pub vector_indexes: Gathered<Vec<VectorIndex>>,
     pub probe: Gathered<Probe>,
+    /// Statement digests from performance_schema (PD701–PD704, "Top statements").
+    #[serde(default = "crate::statements::statements_not_collected")]
+    pub statements: Gathered<crate::Statements>,
     /// Partial failures worth telling the user (e.g. a privilege that limited a check).
     #[serde(default)]
     pub notes: Vec<String>,

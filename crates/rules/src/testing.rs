@@ -1,9 +1,10 @@
 //! [`SnapshotBuilder`]: concise snapshots for rule tests, here and in the other crates.
 
 use crate::{
-    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Gathered, HostFacts,
-    MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters, PerfEvent, Probe,
-    ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot, StatusVar, Topology, Var, VectorIndex,
+    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Digest, Gathered,
+    HostFacts, MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters,
+    PerfEvent, Probe, ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot, StatementPeriod,
+    StatementTotals, Statements, StatusVar, Topology, Var, VectorIndex,
 };
 
 /// Builds a [`Snapshot`]: a Linux x86-64 host with 8 threads and 16 GiB, and (with
@@ -57,6 +58,7 @@ impl SnapshotBuilder {
             status: Default::default(),
             vector_indexes: Gathered::Available(Vec::new()),
             probe: Gathered::Unavailable("probing disabled (--no-probe)".into()),
+            statements: Gathered::Unavailable("statement digests were not read".into()),
             notes: Vec::new(),
         };
         let mut defaults = vec![
@@ -129,6 +131,37 @@ impl SnapshotBuilder {
 
     pub fn vector_indexes_unavailable(mut self, why: &str) -> SnapshotBuilder {
         self.facts().vector_indexes = Gathered::Unavailable(why.to_owned());
+        self
+    }
+
+    /// Statement digests over the doctor's default period (since reset, a 15-minute window):
+    /// `digests` busiest first; the totals are their sums plus `other_time_us` of statements
+    /// not listed. Sets `performance_schema` ON.
+    pub fn statements(mut self, digests: Vec<Digest>, other_time_us: u64) -> SnapshotBuilder {
+        let total = StatementTotals {
+            digests: digests.len() as u64 + u64::from(other_time_us > 0),
+            calls: digests.iter().map(|d| d.calls).sum::<u64>() + u64::from(other_time_us > 0),
+            time_us: digests.iter().map(|d| d.time_us).sum::<u64>() + other_time_us,
+        };
+        self.facts().statements = Gathered::Available(Statements {
+            period: StatementPeriod::SinceReset,
+            interval_seconds: None,
+            window_seconds: 900,
+            uptime_seconds: Some(3600),
+            first_seen: Some("2026-01-01 10:00:00".into()),
+            last_seen: Some("2026-01-01 11:00:00".into()),
+            total,
+            overflowed: false,
+            limit: 100,
+            digests,
+            notes: Vec::new(),
+            counters: Vec::new(),
+        });
+        self.var(Var::PerformanceSchema, "ON")
+    }
+
+    pub fn statements_unavailable(mut self, why: &str) -> SnapshotBuilder {
+        self.facts().statements = Gathered::Unavailable(why.to_owned());
         self
     }
 
@@ -438,4 +471,20 @@ pub fn verdict_with(
     limits: &crate::Limits,
 ) -> crate::Verdict {
     rule.check(snapshot, limits).unwrap_or_else(|v| v)
+}
+
+/// A digest for statement-rule tests: `calls` executions taking `time_us` in all, examining
+/// and sending `examined`/`sent` rows each, in schema `app`.
+pub fn digest(text: &str, calls: u64, time_us: u64, examined: u64, sent: u64) -> Digest {
+    Digest {
+        schema: Some("app".into()),
+        digest: format!("{:032x}", text.len() as u64 * 7919 + calls),
+        text: text.to_owned(),
+        calls,
+        time_us,
+        rows_examined: examined * calls,
+        rows_sent: sent * calls,
+        last_seen_age_seconds: Some(5),
+        ..Default::default()
+    }
 }

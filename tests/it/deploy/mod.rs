@@ -204,6 +204,7 @@ fn fast_agent_toml(probe: bool) -> String {
         ("timeout = \"5s\"", "timeout = \"1s\""),
         ("window = \"1s\"", "window = \"200ms\""),
         ("queries = 20", "queries = 4"),
+        ("interval = \"60s\"", "interval = \"3s\""),
     ] {
         assert!(toml.contains(from), "agent.toml lacks {from}");
         out = out.replace(from, to);

@@ -165,8 +165,10 @@ fn dashboard_and_alerts_work_against_prometheus_scraping_the_deployed_agent() {
                 .iter()
                 .map(|n| n.as_str().unwrap().to_owned())
                 .collect();
-            // The probe's series exist in the sample that ran it (the first one).
-            if names.contains("powerdiag_mariadb_probe_query_latency_seconds")
+            // The probe's series exist in the sample that ran it (the first one); the
+            // statement counters from the second read of the digest table on.
+            if (names.contains("powerdiag_mariadb_probe_query_latency_seconds")
+                && names.contains("powerdiag_mariadb_statement_seconds_total"))
                 || Instant::now() > deadline
             {
                 break names;

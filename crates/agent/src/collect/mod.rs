@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
-pub use mariadb::{MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse, VectorCache};
+pub use mariadb::{
+    MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse, StatementOptions,
+    StatementTracker, VectorCache,
+};
 
 /// What a one-shot collection should do.
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@ use serde::Deserialize;
 pub struct Config {
     pub sample: SampleConfig,
     pub probe: ProbeConfig,
+    pub statements: StatementsConfig,
     pub rules: RulesConfig,
 }
 
@@ -68,6 +69,33 @@ impl Default for ProbeConfig {
             enabled: false,
             interval: Duration::from_secs(600),
             queries: 20,
+        }
+    }
+}
+
+/// Statement digests (performance_schema): read on their own schedule; the statement rules
+/// and metrics judge the difference between two reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatementsConfig {
+    pub enabled: bool,
+    /// Time between two reads of the digest table (at a sample: at least `sample.interval`).
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// Most digests read per read (the busiest by total time since reset).
+    pub limit: u32,
+    /// Digests exported as metrics (the busiest in the interval); the rest are summed into
+    /// one `digest="other"` series.
+    pub top: u32,
+}
+
+impl Default for StatementsConfig {
+    fn default() -> Self {
+        StatementsConfig {
+            enabled: true,
+            interval: Duration::from_secs(60),
+            limit: 100,
+            top: 20,
         }
     }
 }
@@ -132,6 +160,21 @@ impl Config {
         };
         let mut c: Config =
             toml::from_str(text).map_err(|e| err(e.to_string().trim().replace('\n', " ")))?;
+        if c.statements.interval < Duration::from_secs(1) {
+            return Err(err("statements.interval must be at least 1s".into()));
+        }
+        if !(1..=1000).contains(&c.statements.limit) {
+            return Err(err(format!(
+                "statements.limit must be between 1 and 1000, not {}",
+                c.statements.limit
+            )));
+        }
+        if c.statements.top > c.statements.limit {
+            return Err(err(format!(
+                "statements.top ({}) must not exceed statements.limit ({})",
+                c.statements.top, c.statements.limit
+            )));
+        }
         if c.sample.interval < Duration::from_secs(1) {
             return Err(err("sample.interval must be at least 1s".into()));
         }

@@ -47,6 +47,20 @@ impl Builder {
         }
     }
 
+    /// A counter family; the series' values are running totals.
+    fn counters(&mut self, name: &str, help: &str, series: Vec<(Labels, f64)>) {
+        if series.is_empty() {
+            return;
+        }
+        let f = Family::<Labels, Counter<f64, AtomicU64>>::default();
+        for (labels, v) in series {
+            if v.is_finite() && v >= 0.0 {
+                f.get_or_create(&labels).inc_by(v);
+            }
+        }
+        self.registry.register(name, help, f);
+    }
+
     fn counter(&mut self, name: &str, help: &str, v: Option<f64>) {
         if let Some(v) = v.filter(|v| v.is_finite() && *v >= 0.0) {
             let c = Counter::<f64, AtomicU64>::default();
@@ -159,6 +173,7 @@ pub(crate) fn encode_sample(
             .collect(),
     );
     mariadb(&mut b, s);
+    statements(&mut b, s);
     os(&mut b, s);
     let mut out = String::with_capacity(8192);
     // Writing into a String cannot fail.
@@ -458,6 +473,89 @@ fn os(b: &mut Builder, s: &Snapshot) {
     }
 }
 
+/// Longest digest text in the info metric's label (characters, before escaping).
+const DIGEST_TEXT_LABEL_CHARS: usize = 200;
+
+/// A label value from outside (schema names, digest text): control characters escaped and
+/// cut by `display_text`, then the exposition format's own escapes (`\\`, `\"`, `\n`) —
+/// prometheus-client writes label values as they are.
+pub(crate) fn label_value(raw: &str, max_chars: usize) -> String {
+    let shown = powerdiag_rules::display_text(raw, max_chars);
+    let mut out = String::with_capacity(shown.len());
+    for c in shown.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The agent's statement counters: the busiest digests of the last interval each with their
+/// own series (`[statements] top`), the rest summed into `digest="other"`: running totals
+/// since the agent started, so `rate()` works. The digest text goes in an info metric only.
+fn statements(b: &mut Builder, s: &Snapshot) {
+    let Some(f) = &s.mariadb.facts else { return };
+    let Gathered::Available(st) = &f.statements else {
+        return;
+    };
+    let key = |d: &powerdiag_rules::DigestCounters| {
+        l(&[
+            (
+                "schema",
+                &label_value(d.schema.as_deref().unwrap_or(""), 64),
+            ),
+            ("digest", &label_value(&d.digest, 64)),
+        ])
+    };
+    let series = |v: fn(&powerdiag_rules::DigestCounters) -> f64| -> Vec<(Labels, f64)> {
+        st.counters.iter().map(|d| (key(d), v(d))).collect()
+    };
+    b.counters(
+        "mariadb_statement_calls",
+        "Statement executions since the agent started, per digest (the busiest of the last interval; digest=\"other\" sums the rest)",
+        series(|d| d.calls as f64),
+    );
+    b.counters(
+        "mariadb_statement_seconds",
+        "Statement time since the agent started, per digest",
+        series(|d| d.time_us as f64 / 1e6),
+    );
+    b.counters(
+        "mariadb_statement_rows_examined",
+        "Rows examined since the agent started, per digest",
+        series(|d| d.rows_examined as f64),
+    );
+    b.counters(
+        "mariadb_statement_rows_sent",
+        "Rows sent since the agent started, per digest",
+        series(|d| d.rows_sent as f64),
+    );
+    b.counters(
+        "mariadb_statement_no_index",
+        "Executions that used no index or no good index since the agent started, per digest",
+        series(|d| d.no_index_used as f64),
+    );
+    b.gauge(
+        "mariadb_statement_info",
+        "The digest text (truncated, escaped) of each digest with its own statement series",
+        st.counters
+            .iter()
+            .filter(|d| d.digest != "other")
+            .map(|d| {
+                let mut labels = key(d);
+                labels.push((
+                    "text".to_owned(),
+                    label_value(&d.text, DIGEST_TEXT_LABEL_CHARS),
+                ));
+                (labels, 1.0)
+            })
+            .collect(),
+    );
+}
+
 /// The Prometheus text format (0.0.4) of an OpenMetrics body: no `# UNIT` lines, and counter
 /// families named by their `_total` sample in `# HELP`/`# TYPE` (OpenMetrics names the family
 /// without it). Done once per sample, not per scrape.
@@ -600,6 +698,56 @@ mod tests {
         }
         // No probe in the sample: no probe series.
         assert!(!sample().contains("powerdiag_mariadb_probe"));
+    }
+
+    #[test]
+    fn statement_counters_are_bounded_and_their_labels_escaped() {
+        let mut s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .statements(Vec::new(), 0)
+            .build();
+        if let Some(f) = &mut s.mariadb.facts
+            && let Gathered::Available(st) = &mut f.statements
+        {
+            st.counters = vec![
+                powerdiag_rules::DigestCounters {
+                    schema: Some("a\"pp".into()),
+                    digest: "abc123".into(),
+                    text: "SELECT `x\\y` FROM `t\"` WHERE `a` = ?\n}".into(),
+                    calls: 7,
+                    time_us: 1_500_000,
+                    rows_examined: 70,
+                    rows_sent: 7,
+                    no_index_used: 7,
+                },
+                powerdiag_rules::DigestCounters {
+                    digest: "other".into(),
+                    calls: 3,
+                    ..Default::default()
+                },
+            ];
+        }
+        let text = encode_sample(
+            &s,
+            &evaluate(&s),
+            &Settings::default(),
+            SystemTime::UNIX_EPOCH,
+            Duration::ZERO,
+            1,
+        );
+        let id = "schema=\"a\\\"pp\",digest=\"abc123\"";
+        for needle in [
+            format!("powerdiag_mariadb_statement_calls_total{{{id}}} 7"),
+            format!("powerdiag_mariadb_statement_seconds_total{{{id}}} 1.5"),
+            format!("powerdiag_mariadb_statement_no_index_total{{{id}}} 7"),
+            "powerdiag_mariadb_statement_calls_total{schema=\"\",digest=\"other\"} 3".to_owned(),
+            format!(
+                "powerdiag_mariadb_statement_info{{{id},text=\"SELECT `x\\\\y` FROM `t\\\"` WHERE `a` = ? }}\"}} 1"
+            ),
+        ] {
+            assert!(text.contains(&needle), "{needle} missing from\n{text}");
+        }
+        assert!(!text.contains("digest=\"other\",text"), "{text}");
     }
 
     #[test]

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{config::Config, metrics};
 use crate::collect::{
-    self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, mariadb::target::Candidate,
-    os::Roots,
+    self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions,
+    mariadb::target::Candidate, os::Roots,
 };
 
 /// One complete sample, as served.
@@ -52,6 +52,7 @@ pub async fn run(
         crate::collect::VectorCache::new(config.borrow().sample.vector_index_refresh);
     // The connection and the variable list, kept between samples.
     let mut reuse = crate::collect::Reuse::new(config.borrow().sample.variables_refresh);
+    let mut statements = crate::collect::StatementTracker::new(config.borrow().statements.interval);
     loop {
         let cfg = config.borrow_and_update().clone();
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -59,6 +60,9 @@ pub async fn run(
         }
         if reuse.variables_refresh != cfg.sample.variables_refresh {
             reuse = reuse.with_variables_refresh(cfg.sample.variables_refresh);
+        }
+        if statements.interval != cfg.statements.interval {
+            statements = statements.with_interval(cfg.statements.interval);
         }
         let started = Instant::now();
         let probe_due =
@@ -73,6 +77,12 @@ pub async fn run(
                 }),
                 vector_cache: Some(vector_cache.clone()),
                 reuse: Some(reuse.clone()),
+                statements: cfg.statements.enabled.then(|| StatementOptions {
+                    limit: cfg.statements.limit,
+                    tracker: Some(statements.clone()),
+                    counters_top: cfg.statements.top,
+                    ..Default::default()
+                }),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),

@@ -42,6 +42,9 @@ pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
     let _ = writeln!(o);
     if d.differences.is_empty() {
         let _ = writeln!(o, "No differences in the facts powerdiag compares.");
+        if let Some(st) = &d.statements {
+            o.push_str(&statements_text(st));
+        }
         return o;
     }
     let _ = writeln!(o, "{}", "Differences, highest known impact first".bold());
@@ -65,10 +68,61 @@ pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
     for n in &d.notes {
         let _ = writeln!(o, "\n  note: {n}");
     }
+    if let Some(st) = &d.statements {
+        o.push_str(&statements_text(st));
+    }
     let _ = writeln!(
         o,
         "\nDetails of a rule: powerdiag explain CODE; each side's verdicts: powerdiag doctor --from FILE"
     );
+    o
+}
+
+fn rate(r: Option<f64>) -> String {
+    r.map_or_else(|| "?".into(), |r| format!("{r:.2}/s"))
+}
+
+fn statements_text(st: &powerdiag_rules::StatementsDiff) -> String {
+    use powerdiag_rules::{display_text, format_us};
+    let mut o = String::new();
+    let _ = writeln!(o, "\n{}", "Statements".bold());
+    let _ = writeln!(o, "  A: {}", st.period_a);
+    let _ = writeln!(o, "  B: {}", st.period_b);
+    if !st.both.is_empty() {
+        let _ = writeln!(
+            o,
+            "  on both sides (calls per second and time per call, A -> B):"
+        );
+        for c in &st.both {
+            let _ = writeln!(
+                o,
+                "    {} -> {}, {} -> {}  {} {}",
+                rate(c.calls_per_second_a),
+                rate(c.calls_per_second_b),
+                format_us(c.mean_seconds_a * 1e6),
+                format_us(c.mean_seconds_b * 1e6),
+                display_text(c.schema.as_deref().unwrap_or("-"), 32),
+                display_text(&c.text, 120)
+            );
+        }
+    }
+    for (label, list) in [("only in A", &st.only_a), ("only in B", &st.only_b)] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "  {label}:");
+        for s in list {
+            let _ = writeln!(
+                o,
+                "    {:.1}% of time, {} calls, {} per call  {} {}",
+                s.time_share * 100.0,
+                s.calls,
+                format_us(s.mean_seconds * 1e6),
+                display_text(s.schema.as_deref().unwrap_or("-"), 32),
+                display_text(&s.text, 120)
+            );
+        }
+    }
     o
 }
 
@@ -123,6 +177,43 @@ pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
             x.rule.as_deref().unwrap_or(""),
             cell(&x.evidence)
         );
+    }
+    if let Some(st) = &d.statements {
+        let cell = |s: &str| powerdiag_rules::display_text(s, 300).replace('|', "\\|");
+        let _ = writeln!(
+            o,
+            "\n## Statements\n\n- A: {}\n- B: {}\n\n| where | schema | statement | calls/s A | calls/s B | time per call A | time per call B |\n|---|---|---|---|---|---|---|",
+            cell(&st.period_a),
+            cell(&st.period_b)
+        );
+        let us = |s: f64| powerdiag_rules::format_us(s * 1e6);
+        for c in &st.both {
+            let _ = writeln!(
+                o,
+                "| both | {} | {} | {} | {} | {} | {} |",
+                cell(c.schema.as_deref().unwrap_or("-")),
+                cell(&c.text),
+                rate(c.calls_per_second_a),
+                rate(c.calls_per_second_b),
+                us(c.mean_seconds_a),
+                us(c.mean_seconds_b)
+            );
+        }
+        for (label, list, a_side) in [("only A", &st.only_a, true), ("only B", &st.only_b, false)] {
+            for s in list {
+                let (ta, tb) = if a_side {
+                    (us(s.mean_seconds), String::new())
+                } else {
+                    (String::new(), us(s.mean_seconds))
+                };
+                let _ = writeln!(
+                    o,
+                    "| {label} | {} | {} | | | {ta} | {tb} |",
+                    cell(s.schema.as_deref().unwrap_or("-")),
+                    cell(&s.text)
+                );
+            }
+        }
     }
     o
 }

@@ -16,6 +16,10 @@ pub(crate) struct DoctorJson<'a> {
     pub(crate) summary: Summary,
     pub(crate) checks: &'a [Check],
     pub(crate) findings: Vec<&'a Check>,
+    /// The busiest statements of the period (`--statements N`); absent without MariaDB facts
+    /// or with `--statements 0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) top_statements: Option<&'a super::statements::TopStatements>,
     pub(crate) snapshot: &'a Snapshot,
 }
 
@@ -38,7 +42,12 @@ pub(crate) struct Summary {
     pub(crate) insufficient_data: usize,
 }
 
-pub(crate) fn doctor_json<'a>(s: &'a Snapshot, r: &'a Report, code: u8) -> DoctorJson<'a> {
+pub(crate) fn doctor_json<'a>(
+    s: &'a Snapshot,
+    r: &'a Report,
+    code: u8,
+    top_statements: Option<&'a super::statements::TopStatements>,
+) -> DoctorJson<'a> {
     let (host, host_error) = match s.host.as_ref() {
         Ok(h) => (Some(h), None),
         Err(e) => (None, Some(e)),
@@ -68,6 +77,7 @@ pub(crate) fn doctor_json<'a>(s: &'a Snapshot, r: &'a Report, code: u8) -> Docto
         },
         checks: &r.checks,
         findings: r.findings(),
+        top_statements,
         snapshot: s,
     }
 }

@@ -2,7 +2,12 @@ use std::fmt::Write;
 
 use powerdiag_rules::{Report, Snapshot, Status};
 
-pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
+pub(crate) fn render(
+    s: &Snapshot,
+    r: &Report,
+    code: u8,
+    top: Option<&super::statements::TopStatements>,
+) -> String {
     let mut o = String::new();
     let host = s
         .host
@@ -61,6 +66,9 @@ pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
             let _ = writeln!(o, "- {e}");
         }
         let _ = writeln!(o, "\nRemediation:\n\n```\n{}\n```\n", c.remediation.trim());
+    }
+    if let Some(t) = top {
+        o.push_str(&super::statements::markdown(t));
     }
     let _ = writeln!(
         o,

@@ -4,6 +4,7 @@
 mod diff;
 mod json;
 mod markdown;
+mod statements;
 mod text;
 
 use std::io::Write;
@@ -21,12 +22,14 @@ pub(crate) fn doctor(
     code: u8,
     format: Format,
     color: ColorChoice,
+    top_statements: u32,
 ) -> Result<()> {
+    let top = statements::top(s, top_statements);
     match format {
-        Format::Json => {
-            write_stdout(&(serde_json::to_string_pretty(&doctor_json(s, r, code))? + "\n"))
-        }
-        Format::Markdown => write_stdout(&markdown::render(s, r, code)),
+        Format::Json => write_stdout(
+            &(serde_json::to_string_pretty(&doctor_json(s, r, code, top.as_ref()))? + "\n"),
+        ),
+        Format::Markdown => write_stdout(&markdown::render(s, r, code, top.as_ref())),
         Format::Text => {
             let choice = match color {
                 ColorChoice::Auto => anstream::ColorChoice::Auto,
@@ -35,7 +38,7 @@ pub(crate) fn doctor(
             };
             let mut out = anstream::AutoStream::new(std::io::stdout().lock(), choice);
             ignore_broken_pipe(
-                out.write_all(text::render(s, r, code).as_bytes())
+                out.write_all(text::render(s, r, code, top.as_ref()).as_bytes())
                     .and_then(|_| out.flush()),
             )
         }

@@ -5,7 +5,12 @@ use powerdiag_rules::{Check, Gathered, Report, Severity, Snapshot, Status, forma
 
 use super::secs;
 
-pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
+pub(crate) fn render(
+    s: &Snapshot,
+    r: &Report,
+    code: u8,
+    top: Option<&super::statements::TopStatements>,
+) -> String {
     let mut o = String::new();
     header(&mut o, s);
     os(&mut o, s);
@@ -19,6 +24,10 @@ pub(crate) fn render(s: &Snapshot, r: &Report, code: u8) -> String {
         for c in findings {
             finding(&mut o, c);
         }
+    }
+    if let Some(t) = top {
+        let _ = writeln!(o, "\n{}", "Top statements".bold());
+        o.push_str(&super::statements::text(t));
     }
     let _ = writeln!(o, "\n{}", "Checks".bold());
     for c in &r.checks {

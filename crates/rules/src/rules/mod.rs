@@ -24,6 +24,10 @@ mod pd501_numa_memoryless_nodes;
 mod pd502_working_set_exceeds_l3;
 mod pd601_aix_gcc_build;
 mod pd602_allocator_default;
+mod pd701_statement_no_index;
+mod pd702_statement_n_plus_one;
+mod pd703_statement_rows_examined_high;
+mod pd704_statement_temp_disk_tables;
 
 pub use mhnsw::{GraphEstimate, estimate_graph_bytes};
 pub use pd101_mhnsw_cache_undersized::MhnswCacheUndersized;
@@ -47,6 +51,10 @@ pub use pd501_numa_memoryless_nodes::NumaMemorylessNodes;
 pub use pd502_working_set_exceeds_l3::WorkingSetExceedsL3;
 pub use pd601_aix_gcc_build::AixGccBuild;
 pub use pd602_allocator_default::AllocatorDefault;
+pub use pd701_statement_no_index::StatementNoIndex;
+pub use pd702_statement_n_plus_one::StatementNPlusOne;
+pub use pd703_statement_rows_examined_high::StatementRowsExaminedHigh;
+pub use pd704_statement_temp_disk_tables::StatementTempDiskTables;
 
 /// Every rule, in code order.
 pub static RULES: &[&dyn Rule] = &[
@@ -71,6 +79,10 @@ pub static RULES: &[&dyn Rule] = &[
     &WorkingSetExceedsL3,
     &AixGccBuild,
     &AllocatorDefault,
+    &StatementNoIndex,
+    &StatementNPlusOne,
+    &StatementRowsExaminedHigh,
+    &StatementTempDiskTables,
 ];
 
 /// Finds a rule by code (`PD101`, case-insensitive) or name (`mhnsw-cache-undersized`).
@@ -210,6 +222,10 @@ mod registry_tests {
             ("PD502", Severity::Info),
             ("PD601", Severity::Info),
             ("PD602", Severity::Info),
+            ("PD701", Severity::Warning),
+            ("PD702", Severity::Info),
+            ("PD703", Severity::Warning),
+            ("PD704", Severity::Info),
         ];
         for (code, sev) in expect {
             assert_eq!(
@@ -224,7 +240,8 @@ mod registry_tests {
 #[cfg(test)]
 pub(crate) mod tests_support {
     use crate::{
-        Allocator, CpuTime, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, Var, testing::*,
+        Allocator, CpuTime, Digest, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, Var,
+        testing::*,
     };
 
     /// Snapshots under which each rule fails (the registry test checks coverage).
@@ -314,6 +331,42 @@ pub(crate) mod tests_support {
                 .build(),
             // AIX as the field report found it: GCC build, 4 KB pages, no LDR_CNTRL.
             SnapshotBuilder::new().aix().build(),
+            // The ORM field report: an unindexed listing, N+1 lookups, a COUNT over a JOIN,
+            // a GROUP BY on disk.
+            SnapshotBuilder::new()
+                .mariadb("11.8.6-MariaDB")
+                .statements(orm_statements(), 0)
+                .build(),
+        ]
+    }
+
+    fn orm_statements() -> Vec<Digest> {
+        let mut listing = super::pd701_statement_no_index::tests::scan();
+        listing.tmp_tables = listing.calls;
+        listing.tmp_disk_tables = listing.calls;
+        vec![
+            listing,
+            digest(
+                "SELECT `id` FROM `patchwork_patch` WHERE `project_id` = ? LIMIT ?",
+                200,
+                1_000_000,
+                50,
+                50,
+            ),
+            digest(
+                "SELECT `name` FROM `patchwork_person` WHERE `id` = ?",
+                10_000,
+                1_000_000,
+                1,
+                1,
+            ),
+            digest(
+                "SELECT COUNT ( * ) FROM `patchwork_patch` JOIN `patchwork_project` ON `a` = `b`",
+                200,
+                2_000_000,
+                100_000,
+                1,
+            ),
         ]
     }
 }

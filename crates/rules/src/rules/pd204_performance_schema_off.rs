@@ -6,8 +6,10 @@ declare_rule! {
     ///
     /// ### Why is this bad?
     /// Without it, powerdiag (and anyone) cannot see which statements take the server's time:
-    /// the statement checks (PD701 statement-no-index, PD702 statement-n-plus-one) need its
-    /// digest tables, and per-statement latency is not available to monitoring. In the ORM field
+    /// the statement checks (PD701 statement-no-index, PD702 statement-n-plus-one, PD703
+    /// statement-rows-examined-high, PD704 statement-temp-disk-tables) and the "Top
+    /// statements" profile need its digest table, and per-statement latency is not available
+    /// to monitoring. In the ORM field
     /// report, a page ran 177 queries where one JOIN sufficed, and a listing query became about
     /// 350× faster with covering indexes: problems found from per-statement counts. The
     /// instrumentation costs a few percent of CPU in the default configuration.
@@ -20,7 +22,13 @@ declare_rule! {
     ///
     /// The variable is not dynamic: enabling it needs a restart. The defaults (statement digests
     /// on, stage and wait history off) are enough for powerdiag; grant the monitoring user
-    /// `SELECT ON performance_schema.*`.
+    /// `SELECT ON performance_schema.*`. If the `statements_digest` consumer was turned off,
+    /// turn it back on (no restart):
+    ///
+    /// ```sql
+    /// UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'
+    ///   WHERE NAME IN ('global_instrumentation', 'statements_digest');
+    /// ```
     pub struct PerformanceSchemaOff {
         code: "PD204",
         name: "performance-schema-off",
@@ -38,7 +46,7 @@ impl Rule for PerformanceSchemaOff {
             Verdict::pass("performance_schema is on").with_evidence(evidence)
         } else {
             Verdict::fail(
-                "performance_schema is OFF: statement digests (PD701, PD702) are unavailable; enabling it needs a restart",
+                "performance_schema is OFF: the statement checks (PD701-PD704) and the top-statements profile are unavailable; enabling it needs a restart",
             )
             .with_evidence(evidence)
         })

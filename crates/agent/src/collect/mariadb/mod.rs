@@ -6,6 +6,7 @@
 mod probe;
 mod server;
 mod session;
+mod statements;
 pub mod target;
 mod vector;
 
@@ -21,6 +22,7 @@ use powerdiag_rules::{
 
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
 use session::Session;
+pub use statements::{StatementOptions, StatementTracker};
 use target::Candidate;
 
 /// What to collect from MariaDB.
@@ -36,6 +38,8 @@ pub struct MariadbOptions {
     /// Keep the connection and the variable list between samples (the agent); `None` connects
     /// and reads everything afresh (doctor).
     pub reuse: Option<Reuse>,
+    /// Statement digests; `None` leaves them unread.
+    pub statements: Option<StatementOptions>,
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -315,6 +319,8 @@ async fn finish(
     out.section.reachable = true;
     out.runs.push(run("mariadb", started, None));
     on_connected(Some(&facts));
+    // Before the probe, so its k-NN queries are not in doctor's read.
+    collect_statements(&mut s, &mut facts, opts, &mut out.runs).await;
     collect_vectors(&mut s, &mut facts, opts, observer, &mut out.runs).await;
     out.section.facts = Some(facts);
     out.statements = s.statements;
@@ -452,12 +458,39 @@ async fn server_facts(
         probe: Gathered::Unavailable(
             "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into(),
         ),
+        statements: Gathered::Unavailable("statement digests were not read".into()),
         notes,
     })
 }
 
 fn s_timeout_secs(s: &Session) -> f64 {
     s.timeout().as_secs_f64().max(1.0)
+}
+
+async fn collect_statements(
+    s: &mut Session,
+    facts: &mut MariadbFacts,
+    opts: &MariadbOptions,
+    runs: &mut Vec<CollectorRun>,
+) {
+    let Some(sopts) = &opts.statements else {
+        facts.statements = Gathered::Unavailable(
+            "statement digests not read (doctor --statements 0, or the agent's [statements] enabled = false)".into(),
+        );
+        return;
+    };
+    let started = Instant::now();
+    let result = statements::collect(s, facts, sopts).await;
+    // performance_schema OFF is a fact about the server, not a failed collector.
+    let failed = match &result {
+        Err(u) if u.failed => Some(u.why.as_str()),
+        _ => None,
+    };
+    runs.push(run("mariadb_statements", started, failed));
+    facts.statements = match result {
+        Ok(st) => Gathered::Available(st),
+        Err(u) => Gathered::Unavailable(u.why),
+    };
 }
 
 async fn collect_vectors(

@@ -1,0 +1,796 @@
+//! Statement digests: `performance_schema.events_statements_summary_by_digest` (MariaDB 10.6+
+//! has every column read here; it has no `QUERY_SAMPLE_TEXT`, so everything works from the
+//! digest text).
+//!
+//! One read is two bounded statements, whatever the number of digests or tables: one
+//! aggregate (the consumer's state and the totals over every digest, so shares are of all
+//! statement time, not of the listed ones) and the busiest digests by `SUM_TIMER_WAIT` with a
+//! `LIMIT`. Doctor reads once and keeps the totals since the table's last reset, of digests
+//! seen within a recent window ([`StatementOptions::window`], `--statements-window`, default
+//! 15 minutes). The agent reads every `[statements] interval` and records the difference
+//! from its previous read ([`StatementTracker`]), so a fix shows within an interval or two,
+//! without a restart or a `TRUNCATE`.
+//!
+//! Left out: digests whose session's default schema is a system schema (`mysql`,
+//! `performance_schema`, `information_schema`, `sys`; in the SQL of both statements), and —
+//! judged in Rust on the rows read, see [`is_server_state`] — digests whose text reads server
+//! state rather than application data (`SHOW ...`, `SET ...`, `SELECT @@...`, anything naming a
+//! system schema's table) and the probe's shapes (`SELECT 1 FROM ... ORDER BY VEC_DISTANCE...`,
+//! anything calling `VEC_ToText`); their calls and time are taken out of the totals. That is
+//! every statement powerdiag itself sends but the probe's one `SELECT MIN(pk), MAX(pk)`, so
+//! doctor's own probe does not change the next doctor's statement verdicts. Recognising
+//! powerdiag by its connection is not possible here: the digest table has no user or thread
+//! column, and a marker comment does not survive into the digest text. Other monitors'
+//! statements (exporters reading `SHOW GLOBAL STATUS`) are left out by the same patterns, which
+//! is intended: no index fixes them.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use powerdiag_rules::{
+    DbError, DbErrorKind, Digest, DigestCounters, MariadbFacts, StatementPeriod, StatementTotals,
+    Statements, StatusVar, Var,
+};
+
+use super::session::{Session, TextRow, tcol, tcol_u64, text_rows};
+
+/// What to read.
+#[derive(Debug, Clone)]
+pub struct StatementOptions {
+    /// Most digests read (the `LIMIT`).
+    pub limit: u32,
+    /// Digests seen within this long before the read are listed and totalled (doctor).
+    pub window: Duration,
+    /// The agent's interval state; `None` records totals since reset (doctor).
+    pub tracker: Option<StatementTracker>,
+    /// The agent: digests given their own running counters (the rest are `other`).
+    pub counters_top: u32,
+}
+
+impl Default for StatementOptions {
+    fn default() -> Self {
+        StatementOptions {
+            limit: 100,
+            window: Duration::from_secs(900),
+            tracker: None,
+            counters_top: 20,
+        }
+    }
+}
+
+/// The agent's statement state between samples: the previous raw read and the last interval.
+#[derive(Debug, Clone)]
+pub struct StatementTracker {
+    /// Time between two reads.
+    pub interval: Duration,
+    state: Arc<Mutex<TrackerState>>,
+}
+
+#[derive(Debug, Default)]
+struct TrackerState {
+    /// The last raw (cumulative) read and when it was taken.
+    previous: Option<(Instant, Raw)>,
+    /// The last interval's statements, reported until the next read.
+    last: Option<Statements>,
+    /// Running totals for the metrics, by (schema, digest); `other` under (None, "other").
+    counters: HashMap<(Option<String>, String), DigestCounters>,
+}
+
+type Key = (Option<String>, String);
+
+/// Adds one interval to the running counters: the `top` busiest digests of the interval each
+/// keep their own (a digest that leaves the top drops its series; one that comes back starts
+/// again from 0, which Prometheus reads as a counter reset), everything else goes to `other`:
+/// listed digests outside the top, and the calls and time of digests not listed at all (their
+/// rows are unknown). Bounded: at most `top` + 1 entries.
+pub(crate) fn accumulate(
+    counters: &mut HashMap<Key, DigestCounters>,
+    interval: &Statements,
+    top: usize,
+) -> Vec<DigestCounters> {
+    let other_key: Key = (None, "other".to_owned());
+    let mut other = counters
+        .remove(&other_key)
+        .unwrap_or_else(|| DigestCounters {
+            digest: "other".into(),
+            ..Default::default()
+        });
+    let mut kept: HashMap<Key, DigestCounters> = HashMap::new();
+    let (mut listed_calls, mut listed_time) = (0u64, 0u64);
+    for (i, d) in interval.digests.iter().enumerate() {
+        listed_calls = listed_calls.saturating_add(d.calls);
+        listed_time = listed_time.saturating_add(d.time_us);
+        let key: Key = (d.schema.clone(), d.digest.clone());
+        let entry = if i < top {
+            kept.entry(key.clone()).or_insert_with(|| {
+                counters.remove(&key).unwrap_or_else(|| DigestCounters {
+                    schema: d.schema.clone(),
+                    digest: d.digest.clone(),
+                    text: d.text.clone(),
+                    ..Default::default()
+                })
+            })
+        } else {
+            &mut other
+        };
+        entry.calls = entry.calls.saturating_add(d.calls);
+        entry.time_us = entry.time_us.saturating_add(d.time_us);
+        entry.rows_examined = entry.rows_examined.saturating_add(d.rows_examined);
+        entry.rows_sent = entry.rows_sent.saturating_add(d.rows_sent);
+        entry.no_index_used = entry.no_index_used.saturating_add(d.no_index_used);
+    }
+    other.calls = other
+        .calls
+        .saturating_add(interval.total.calls.saturating_sub(listed_calls));
+    other.time_us = other
+        .time_us
+        .saturating_add(interval.total.time_us.saturating_sub(listed_time));
+    *counters = kept;
+    counters.insert(other_key, other);
+    let mut out: Vec<DigestCounters> = counters.values().cloned().collect();
+    out.sort_by(|a, b| (a.digest == "other", b.time_us).cmp(&(b.digest == "other", a.time_us)));
+    out
+}
+
+impl StatementTracker {
+    pub fn new(interval: Duration) -> StatementTracker {
+        StatementTracker {
+            interval,
+            state: Default::default(),
+        }
+    }
+
+    /// Same state, another interval (a reloaded configuration).
+    pub fn with_interval(&self, interval: Duration) -> StatementTracker {
+        StatementTracker {
+            interval,
+            state: self.state.clone(),
+        }
+    }
+
+    /// The last interval, when the next read is not due yet.
+    fn not_due(&self) -> Option<Option<Statements>> {
+        let st = self.state.lock().ok()?;
+        let (at, _) = st.previous.as_ref()?;
+        (at.elapsed() < self.interval).then(|| st.last.clone())
+    }
+}
+
+/// One read of the table: cumulative counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Raw {
+    pub(crate) consumer: Option<String>,
+    pub(crate) global_instrumentation: Option<String>,
+    /// Every application digest in the table.
+    pub(crate) all: StatementTotals,
+    /// Those seen within the window.
+    pub(crate) window: StatementTotals,
+    pub(crate) first_seen: Option<String>,
+    pub(crate) last_seen: Option<String>,
+    pub(crate) overflowed: bool,
+    pub(crate) digests: Vec<Digest>,
+}
+
+const TABLE: &str = "performance_schema.events_statements_summary_by_digest";
+
+/// Digests of sessions whose default schema is a system schema: left out in SQL (cheap).
+pub(crate) fn schema_filter() -> &'static str {
+    "(SCHEMA_NAME IS NULL OR SCHEMA_NAME NOT IN ('mysql','performance_schema','information_schema','sys'))"
+}
+
+/// Extra rows the busiest-digests read asks for, to make up for powerdiag's own and other
+/// server-state statements dropped afterwards ([`is_server_state`]).
+const OWN_MARGIN: u32 = 32;
+
+/// A statement that reads server state rather than application data, or powerdiag's probe:
+/// `SHOW …`, `SET …`, `SELECT @@…`, anything naming a system schema's table, `SELECT 1 FROM …
+/// ORDER BY VEC_DISTANCE…` and `VEC_ToText`. Judged in Rust on the rows read: a `LIKE` filter
+/// in SQL makes the server build every digest's text, which more than doubled the cost of a
+/// read with 1,000 digests (tests/bench.sh).
+pub(crate) fn is_server_state(text: &str) -> bool {
+    let t = text.trim_start().to_ascii_uppercase();
+    ["SHOW ", "SET ", "SELECT @@"]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || [
+            "`PERFORMANCE_SCHEMA` .",
+            "`INFORMATION_SCHEMA` .",
+            "`MYSQL` .",
+            "`SYS` .",
+        ]
+        .iter()
+        .any(|p| t.contains(p))
+        || (t.starts_with("SELECT ? FROM ") && t.contains("VEC_DISTANCE"))
+        || t.contains("VEC_TOTEXT")
+}
+
+/// Drops the server-state digests from a read, takes their calls and time out of the totals
+/// (those read: powerdiag's own are among the busiest by time, the ones not read are too small
+/// to matter), and keeps the busiest `limit`.
+pub(crate) fn drop_server_state(raw: &mut Raw, window_secs: u64, limit: u32) {
+    let mut kept = Vec::with_capacity(raw.digests.len());
+    for d in std::mem::take(&mut raw.digests) {
+        if !is_server_state(&d.text) {
+            kept.push(d);
+            continue;
+        }
+        for t in [&mut raw.all]
+            .into_iter()
+            .chain((d.last_seen_age_seconds.unwrap_or(0) <= window_secs).then_some(&mut raw.window))
+        {
+            t.digests = t.digests.saturating_sub(1);
+            t.calls = t.calls.saturating_sub(d.calls);
+            t.time_us = t.time_us.saturating_sub(d.time_us);
+        }
+    }
+    kept.truncate(limit as usize);
+    // The two statements read at slightly different moments (the aggregate's own digest has
+    // one more execution by the second): the listed digests are part of the totals, so the
+    // totals are at least their sums.
+    let (calls, time) = kept.iter().fold((0u64, 0u64), |(c, t), d| {
+        (c.saturating_add(d.calls), t.saturating_add(d.time_us))
+    });
+    for t in [&mut raw.all, &mut raw.window] {
+        t.calls = t.calls.max(calls);
+        t.time_us = t.time_us.max(time);
+        t.digests = t.digests.max(kept.len() as u64);
+    }
+    raw.digests = kept;
+}
+
+fn recent(window_secs: u64) -> String {
+    format!("LAST_SEEN >= NOW(6) - INTERVAL {window_secs} SECOND")
+}
+
+/// The aggregate: consumer state, totals over all digests (and, for doctor, over the window),
+/// first/last seen. The agent passes no window: it differences the totals over all digests,
+/// and each `LAST_SEEN` comparison costs the server a timestamp conversion per digest.
+pub(crate) fn aggregate_sql(window_secs: Option<u64>) -> String {
+    let window = match window_secs {
+        Some(w) => {
+            let r = recent(w);
+            format!(
+                "SUM({r}), SUM(IF({r}, COUNT_STAR, 0)), SUM(IF({r}, SUM_TIMER_WAIT, 0)) DIV 1000000"
+            )
+        }
+        None => "NULL, NULL, NULL".to_owned(),
+    };
+    format!(
+        "SELECT \
+         (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'statements_digest'), \
+         (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation'), \
+         COUNT(*), SUM(COUNT_STAR), SUM(SUM_TIMER_WAIT) DIV 1000000, {window}, \
+         DATE_FORMAT(MIN(FIRST_SEEN), '%Y-%m-%d %H:%i:%s'), DATE_FORMAT(MAX(LAST_SEEN), '%Y-%m-%d %H:%i:%s'), SUM(DIGEST IS NULL) \
+         FROM {TABLE} WHERE {}",
+        schema_filter()
+    )
+}
+
+/// The busiest digests seen within the window.
+pub(crate) fn top_sql(window_secs: u64, limit: u32) -> String {
+    format!(
+        "SELECT SCHEMA_NAME, DIGEST, DIGEST_TEXT, COUNT_STAR, \
+         SUM_TIMER_WAIT DIV 1000000, MAX_TIMER_WAIT DIV 1000000, SUM_LOCK_TIME DIV 1000000, \
+         SUM_ROWS_EXAMINED, SUM_ROWS_SENT, SUM_ROWS_AFFECTED, SUM_NO_INDEX_USED, \
+         SUM_NO_GOOD_INDEX_USED, SUM_CREATED_TMP_TABLES, SUM_CREATED_TMP_DISK_TABLES, \
+         SUM_SORT_MERGE_PASSES, SUM_SELECT_FULL_JOIN, \
+         DATE_FORMAT(FIRST_SEEN, '%Y-%m-%d %H:%i:%s'), DATE_FORMAT(LAST_SEEN, '%Y-%m-%d %H:%i:%s'), \
+         TIMESTAMPDIFF(SECOND, LAST_SEEN, NOW(6)), TIMESTAMPDIFF(SECOND, FIRST_SEEN, NOW(6)) \
+         FROM {TABLE} WHERE DIGEST IS NOT NULL AND {} AND {} \
+         ORDER BY SUM_TIMER_WAIT DESC LIMIT {}",
+        schema_filter(),
+        recent(window_secs),
+        limit.saturating_add(OWN_MARGIN)
+    )
+}
+
+/// Parses the aggregate's one row into `raw`.
+pub(crate) fn parse_aggregate(row: &TextRow, raw: &mut Raw) {
+    let u = |i| tcol_u64(row, i).unwrap_or(0);
+    raw.consumer = tcol(row, 0);
+    raw.global_instrumentation = tcol(row, 1);
+    raw.all = StatementTotals {
+        digests: u(2),
+        calls: u(3),
+        time_us: u(4),
+    };
+    raw.window = StatementTotals {
+        digests: u(5),
+        calls: u(6),
+        time_us: u(7),
+    };
+    raw.first_seen = tcol(row, 8);
+    raw.last_seen = tcol(row, 9);
+    raw.overflowed = u(10) > 0;
+}
+
+/// Parses the top-digest rows into `raw`.
+pub(crate) fn parse_top(rows: &[TextRow], raw: &mut Raw) {
+    for row in rows {
+        let u = |i| tcol_u64(row, i).unwrap_or(0);
+        raw.digests.push(Digest {
+            schema: tcol(row, 0),
+            digest: tcol(row, 1).unwrap_or_default(),
+            text: tcol(row, 2).unwrap_or_default(),
+            calls: u(3),
+            time_us: u(4),
+            max_time_us: u(5),
+            lock_time_us: u(6),
+            rows_examined: u(7),
+            rows_sent: u(8),
+            rows_affected: u(9),
+            no_index_used: u(10),
+            no_good_index_used: u(11),
+            tmp_tables: u(12),
+            tmp_disk_tables: u(13),
+            sort_merge_passes: u(14),
+            select_full_join: u(15),
+            first_seen: tcol(row, 16),
+            last_seen: tcol(row, 17),
+            last_seen_age_seconds: tcol_u64(row, 18),
+            first_seen_age_seconds: tcol_u64(row, 19),
+        });
+    }
+}
+
+/// Why the digests cannot be read, from the server's facts before any statement: `None` when
+/// performance_schema is on (or unknown: the read will tell).
+pub(crate) fn precondition(facts: &MariadbFacts) -> Option<String> {
+    match facts.var_bool(Var::PerformanceSchema) {
+        Ok(false) => Some(
+            "performance_schema is OFF (MariaDB's default), so the server keeps no statement digests; fix: add `performance_schema = ON` under [mariadbd] in my.cnf and restart the server (the variable is not dynamic)".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Why the consumers make the table useless, if they do.
+pub(crate) fn consumer_problem(raw: &Raw) -> Option<String> {
+    let off = |v: &Option<String>| !v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("YES"));
+    let mut names = Vec::new();
+    if off(&raw.global_instrumentation) {
+        names.push("global_instrumentation");
+    }
+    if off(&raw.consumer) {
+        names.push("statements_digest");
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    Some(format!(
+        "the {} consumer{} disabled in performance_schema.setup_consumers, so the digest table is not updated; fix (no restart): UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ({}); and to keep it after a restart add {} under [mariadbd] in my.cnf",
+        names.join(" and "),
+        if names.len() == 1 { " is" } else { "s are" },
+        list.join(", "),
+        names
+            .iter()
+            .map(|n| format!("`performance_schema_consumer_{n} = ON`"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    ))
+}
+
+/// The message for a failed read: a missing privilege names the GRANT.
+pub(crate) fn read_error(e: &DbError, account: &str) -> String {
+    if e.kind == DbErrorKind::MissingPrivilege {
+        format!(
+            "{}; fix: GRANT SELECT ON performance_schema.* TO {account}",
+            e.message
+        )
+    } else if e.hint.is_empty() {
+        e.message.clone()
+    } else {
+        format!("{}; fix: {}", e.message, e.hint)
+    }
+}
+
+/// Doctor's record: the window's digests, totals since reset.
+pub(crate) fn since_reset(
+    raw: Raw,
+    window_secs: u64,
+    limit: u32,
+    uptime: Option<u64>,
+) -> Statements {
+    Statements {
+        period: StatementPeriod::SinceReset,
+        interval_seconds: None,
+        window_seconds: window_secs,
+        uptime_seconds: uptime,
+        first_seen: raw.first_seen,
+        last_seen: raw.last_seen,
+        total: raw.window,
+        overflowed: raw.overflowed,
+        limit,
+        digests: raw.digests,
+        notes: Vec::new(),
+        counters: Vec::new(),
+    }
+}
+
+/// The agent's record: what happened between `prev` and `cur`, `elapsed` apart.
+pub(crate) fn interval(
+    prev: &Raw,
+    cur: &Raw,
+    elapsed: Duration,
+    limit: u32,
+    uptime: Option<u64>,
+) -> Statements {
+    let secs = elapsed.as_secs_f64();
+    let mut notes = Vec::new();
+    // A reset (TRUNCATE, restart) between the reads: everything now in the table is newer
+    // than the previous read.
+    let reset = cur.all.calls < prev.all.calls || cur.all.time_us < prev.all.time_us;
+    let before: HashMap<(&Option<String>, &str), &Digest> = prev
+        .digests
+        .iter()
+        .map(|d| ((&d.schema, d.digest.as_str()), d))
+        .collect();
+    let mut digests = Vec::new();
+    let mut unknown = 0;
+    for d in &cur.digests {
+        let delta = match before.get(&(&d.schema, d.digest.as_str())) {
+            _ if reset => Some(d.clone()),
+            Some(p) if d.calls >= p.calls => Some(subtract(d, p)),
+            Some(_) => Some(d.clone()),
+            // Not listed last time: new since then if first seen within the interval.
+            None => match d.first_seen_age_seconds {
+                Some(age) if (age as f64) <= secs + 1.0 => Some(d.clone()),
+                _ => None,
+            },
+        };
+        match delta {
+            Some(x) if x.calls > 0 => digests.push(x),
+            Some(_) => {}
+            None => unknown += 1,
+        }
+    }
+    if unknown > 0 {
+        notes.push(format!(
+            "{unknown} digest(s) entered the busiest {limit} during the interval and are left out until the next one (their earlier counts were not read)"
+        ));
+    }
+    if reset {
+        notes.push("the digest table was reset between the reads: the interval shows counts since the reset".into());
+    }
+    digests.sort_by_key(|d| std::cmp::Reverse(d.time_us));
+    let total = if reset {
+        cur.all.clone()
+    } else {
+        StatementTotals {
+            digests: digests.len() as u64,
+            calls: cur.all.calls.saturating_sub(prev.all.calls),
+            time_us: cur.all.time_us.saturating_sub(prev.all.time_us),
+        }
+    };
+    Statements {
+        period: StatementPeriod::Interval,
+        interval_seconds: Some(secs),
+        window_seconds: elapsed.as_secs().max(1),
+        uptime_seconds: uptime,
+        first_seen: cur.first_seen.clone(),
+        last_seen: cur.last_seen.clone(),
+        total,
+        overflowed: cur.overflowed,
+        limit,
+        digests,
+        notes,
+        counters: Vec::new(),
+    }
+}
+
+fn subtract(d: &Digest, p: &Digest) -> Digest {
+    Digest {
+        calls: d.calls - p.calls,
+        time_us: d.time_us.saturating_sub(p.time_us),
+        lock_time_us: d.lock_time_us.saturating_sub(p.lock_time_us),
+        rows_examined: d.rows_examined.saturating_sub(p.rows_examined),
+        rows_sent: d.rows_sent.saturating_sub(p.rows_sent),
+        rows_affected: d.rows_affected.saturating_sub(p.rows_affected),
+        no_index_used: d.no_index_used.saturating_sub(p.no_index_used),
+        no_good_index_used: d.no_good_index_used.saturating_sub(p.no_good_index_used),
+        tmp_tables: d.tmp_tables.saturating_sub(p.tmp_tables),
+        tmp_disk_tables: d.tmp_disk_tables.saturating_sub(p.tmp_disk_tables),
+        sort_merge_passes: d.sort_merge_passes.saturating_sub(p.sort_merge_passes),
+        select_full_join: d.select_full_join.saturating_sub(p.select_full_join),
+        ..d.clone()
+    }
+}
+
+/// Reads the table once (two statements).
+async fn read(
+    s: &mut Session,
+    window_secs: u64,
+    limit: u32,
+    window_totals: bool,
+) -> Result<Raw, String> {
+    let mut raw = Raw::default();
+    let rows = s
+        .query(&aggregate_sql(window_totals.then_some(window_secs)))
+        .await
+        .map_err(|e| read_error(&e, s.account()))?;
+    let row = text_rows(&rows)
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{TABLE}: the aggregate returned no row"))?;
+    parse_aggregate(&row, &mut raw);
+    if let Some(why) = consumer_problem(&raw) {
+        return Err(why);
+    }
+    let rows = s
+        .query(&top_sql(window_secs, limit))
+        .await
+        .map_err(|e| read_error(&e, s.account()))?;
+    parse_top(&text_rows(&rows), &mut raw);
+    drop_server_state(&mut raw, window_secs, limit);
+    Ok(raw)
+}
+
+/// Why a sample has no statements, and whether that is a collector failure (a read that
+/// failed) or a fact (performance_schema off, the agent's first interval).
+#[derive(Debug)]
+pub(crate) struct Unread {
+    pub(crate) why: String,
+    pub(crate) failed: bool,
+}
+
+const FIRST_INTERVAL: &str = "the first interval is not complete yet: statements are judged from the second read of the digest table on";
+
+/// The statements part of a sample: `Err` is the reason, for `Gathered::Unavailable`.
+pub(crate) async fn collect(
+    s: &mut Session,
+    facts: &MariadbFacts,
+    opts: &StatementOptions,
+) -> Result<Statements, Unread> {
+    if let Some(why) = precondition(facts) {
+        return Err(Unread { why, failed: false });
+    }
+    let failed = |why: String| Unread { why, failed: true };
+    let uptime = facts.status_u64(StatusVar::Uptime).ok();
+    let Some(tracker) = &opts.tracker else {
+        let window = opts.window.as_secs().max(1);
+        let raw = read(s, window, opts.limit, true).await.map_err(failed)?;
+        return Ok(since_reset(raw, window, opts.limit, uptime));
+    };
+    if let Some(last) = tracker.not_due() {
+        return last.ok_or_else(|| Unread {
+            why: FIRST_INTERVAL.into(),
+            failed: false,
+        });
+    }
+    // Digests seen since a little before the previous read.
+    let window = (tracker.interval.as_secs() * 2).max(10);
+    let raw = read(s, window, opts.limit, false).await.map_err(failed)?;
+    let now = Instant::now();
+    let mut state = tracker
+        .state
+        .lock()
+        .map_err(|_| failed("statement state poisoned".to_owned()))?;
+    let mut result = state
+        .previous
+        .as_ref()
+        .map(|(at, prev)| interval(prev, &raw, now.duration_since(*at), opts.limit, uptime));
+    if let Some(st) = &mut result {
+        st.counters = accumulate(&mut state.counters, st, opts.counters_top as usize);
+    }
+    state.previous = Some((now, raw));
+    state.last = result.clone();
+    result.ok_or_else(|| Unread {
+        why: FIRST_INTERVAL.into(),
+        failed: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(v: &[&str]) -> TextRow {
+        v.iter()
+            .map(|s| (*s != "NULL").then(|| (*s).to_owned()))
+            .collect()
+    }
+
+    /// A row as MariaDB 11.8 returned it for the test application's listing.
+    fn listing(calls: &str, time: &str, no_index: &str) -> TextRow {
+        row(&[
+            "orm",
+            "3f1c0e5a9b2d4c6e8f0a1b2c3d4e5f60",
+            "SELECT `shop_item` . `id` , `shop_item` . `name` FROM `shop_item` WHERE `shop_item` . `category` = ? ORDER BY `shop_item` . `created` DESC LIMIT ?",
+            calls,
+            time,
+            "90000",
+            "1000",
+            "100000000",
+            "2000",
+            "0",
+            no_index,
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "2026-11-24 02:00:00.000000",
+            "2026-11-24 02:10:00.000000",
+            "3",
+            "600",
+        ])
+    }
+
+    #[test]
+    fn parses_rows_and_aggregate() {
+        let mut raw = Raw::default();
+        parse_aggregate(
+            &row(&[
+                "YES",
+                "YES",
+                "12",
+                "5000",
+                "9000000",
+                "8",
+                "4000",
+                "8000000",
+                "2026-11-24 01:00:00.000000",
+                "2026-11-24 02:10:00.000000",
+                "0",
+            ]),
+            &mut raw,
+        );
+        parse_top(&[listing("100", "4000000", "100")], &mut raw);
+        assert_eq!(consumer_problem(&raw), None);
+        let st = since_reset(raw, 900, 100, Some(4000));
+        assert_eq!(st.total.time_us, 8_000_000);
+        let d = &st.digests[0];
+        assert_eq!(
+            (d.calls, d.time_us, d.no_index_used, d.rows_examined),
+            (100, 4_000_000, 100, 100_000_000)
+        );
+        assert_eq!(d.schema.as_deref(), Some("orm"));
+        assert!(
+            st.period_text().contains("server up 66 min 40 s"),
+            "{}",
+            st.period_text()
+        );
+    }
+
+    #[test]
+    fn consumer_and_privilege_reasons_name_the_fix() {
+        let raw = Raw {
+            consumer: Some("NO".into()),
+            global_instrumentation: Some("YES".into()),
+            ..Default::default()
+        };
+        let why = consumer_problem(&raw).unwrap_or_default();
+        assert!(
+            why.contains("statements_digest consumer is disabled")
+                && why.contains("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ('statements_digest')"),
+            "{why}"
+        );
+        let e = DbError {
+            kind: DbErrorKind::MissingPrivilege,
+            message: "ERROR 1142 (42000): SELECT command denied".into(),
+            hint: String::new(),
+        };
+        assert!(
+            read_error(&e, "'mon'@'127.0.0.1'")
+                .ends_with("GRANT SELECT ON performance_schema.* TO 'mon'@'127.0.0.1'")
+        );
+    }
+
+    #[test]
+    fn intervals_subtract_and_survive_resets() {
+        let mut a = Raw {
+            all: StatementTotals {
+                digests: 1,
+                calls: 100,
+                time_us: 4_000_000,
+            },
+            ..Default::default()
+        };
+        parse_top(&[listing("100", "4000000", "100")], &mut a);
+        let mut b = Raw {
+            all: StatementTotals {
+                digests: 1,
+                calls: 150,
+                time_us: 4_500_000,
+            },
+            ..Default::default()
+        };
+        // After an index: 50 more calls, none without an index.
+        parse_top(&[listing("150", "4500000", "100")], &mut b);
+        let st = interval(&a, &b, Duration::from_secs(60), 100, None);
+        let d = &st.digests[0];
+        assert_eq!((d.calls, d.time_us, d.no_index_used), (50, 500_000, 0));
+        assert_eq!(st.total.calls, 50);
+        // TRUNCATE between the reads: the new counts are the interval.
+        let mut c = Raw {
+            all: StatementTotals {
+                digests: 1,
+                calls: 10,
+                time_us: 100_000,
+            },
+            ..Default::default()
+        };
+        parse_top(&[listing("10", "100000", "0")], &mut c);
+        let st = interval(&b, &c, Duration::from_secs(60), 100, None);
+        assert_eq!(st.digests[0].calls, 10);
+        assert!(st.notes.iter().any(|n| n.contains("reset")));
+    }
+
+    #[test]
+    fn running_counters_keep_the_top_and_sum_the_rest_into_other() {
+        let mut a = Raw::default();
+        parse_top(&[listing("100", "4000000", "100")], &mut a);
+        let mut st = since_reset(a, 60, 100, None);
+        let mut second = st.digests[0].clone();
+        second.digest = "ffff".into();
+        second.time_us = 1;
+        st.digests.push(second);
+        st.total = StatementTotals {
+            digests: 3,
+            calls: 250,
+            time_us: 4_000_101,
+        };
+        let mut counters = HashMap::new();
+        accumulate(&mut counters, &st, 1);
+        let out = accumulate(&mut counters, &st, 1);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!((out[0].calls, out[0].time_us), (200, 8_000_000));
+        // other: the second listed digest (100 calls) and the 50 unlisted calls, twice.
+        assert_eq!(
+            (out[1].digest.as_str(), out[1].calls, out[1].time_us),
+            ("other", 300, 202)
+        );
+    }
+
+    #[test]
+    fn server_state_and_own_statements_are_left_out_of_list_and_totals() {
+        // Digest texts as MariaDB 11.8 wrote them for powerdiag's own statements.
+        for own in [
+            "SHOW GLOBAL STATUS WHERE `Variable_name` IN (...)",
+            "SET SESSION MAX_STATEMENT_TIME = ? , `transaction_read_only` = ?",
+            "SELECT @@GLOBAL . `version` , @@GLOBAL . `version_comment`",
+            "SELECT ( SELECT ENABLED FROM `performance_schema` . `setup_consumers` WHERE NAME = ? )",
+            "SELECT ? FROM `app` . `docs` ORDER BY `VEC_DISTANCE_EUCLIDEAN` ( `e` , `VEC_FromText` (?) ) LIMIT ?",
+            "SELECT `VEC_ToText` ( `e` ) FROM `app` . `docs` LIMIT ?",
+        ] {
+            assert!(is_server_state(own), "{own}");
+        }
+        for app in [
+            "SELECT `id` FROM `docs` ORDER BY `VEC_DISTANCE_EUCLIDEAN` ( `e` , `VEC_FromText` (?) ) LIMIT ?",
+            "SELECT `settings` FROM `shop_setup` WHERE `id` = ?",
+            "SELECT `VERSION` ( ) , @@`sql_mode`",
+        ] {
+            assert!(!is_server_state(app), "{app}");
+        }
+        let mut raw = Raw {
+            all: StatementTotals {
+                digests: 3,
+                calls: 300,
+                time_us: 3_000,
+            },
+            window: StatementTotals {
+                digests: 3,
+                calls: 300,
+                time_us: 3_000,
+            },
+            ..Default::default()
+        };
+        parse_top(
+            &[listing("100", "1000", "0"), listing("100", "1000", "0")],
+            &mut raw,
+        );
+        raw.digests[0].text = "SHOW GLOBAL STATUS".into();
+        drop_server_state(&mut raw, 900, 10);
+        assert_eq!(raw.digests.len(), 1);
+        assert_eq!(
+            (raw.all.calls, raw.window.time_us, raw.window.digests),
+            (200, 2_000, 2)
+        );
+        assert!(schema_filter().contains("'sys'"));
+        assert!(top_sql(900, 10).ends_with("ORDER BY SUM_TIMER_WAIT DESC LIMIT 42"));
+    }
+}

@@ -1,0 +1,350 @@
+//! Statement analysis (PD701–PD704, "Top statements") against a real ORM: a small Django
+//! application (tests/harness/orm/app.py, through PyMySQL) drives MariaDB 11.8 and 10.11 with
+//! performance_schema ON (the `stmt118` and `stmt1011` servers, owned by these tests: they
+//! reset the digest table). The naive pages must fail each rule naming the right statement;
+//! after the fixes (an index, select_related, a precomputed count) each passes in doctor after
+//! a reset of the digest table, and in the agent within two intervals without one. Vector
+//! searches do not trip PD701; a server with performance_schema OFF, a disabled consumer and a
+//! missing privilege give insufficient_data naming the fix.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::agent::{eventually, get, start_agent};
+use crate::support::*;
+
+fn orm(server: &Server, args: &[&str]) {
+    let port = server.port.to_string();
+    let mut all = vec!["run", port.as_str()];
+    all.extend_from_slice(args);
+    harness_script("orm.sh", &all);
+}
+
+fn sql(server: &Server, statement: &str) {
+    let pool = server.pool();
+    block_on(async {
+        use mysql_async::prelude::Queryable;
+        let mut c = pool.get_conn().await.unwrap();
+        c.query_drop(statement)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        drop(c);
+        pool.disconnect().await.unwrap();
+    });
+}
+
+fn reset_digests(server: &Server) {
+    sql(
+        server,
+        "TRUNCATE performance_schema.events_statements_summary_by_digest",
+    );
+}
+
+/// The digest hash of the listed statement whose text contains `needle`.
+fn digest_of(report: &Value, needle: &str) -> String {
+    report["top_statements"]["statements"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no top_statements in {report:#}"))
+        .iter()
+        .find(|s| s["text"].as_str().unwrap_or_default().contains(needle))
+        .unwrap_or_else(|| {
+            panic!(
+                "no statement with {needle:?} in {:#}",
+                report["top_statements"]
+            )
+        })["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Asserts `code` fails and its evidence names the digest (first 12 hex digits).
+fn fails_naming(report: &Value, code: &str, digest: &str) {
+    let c = check(report, code);
+    assert_eq!(c["status"], "fail", "{code}: {c:#}");
+    let evidence = c["evidence"].to_string();
+    assert!(
+        evidence.contains(&digest[..12]),
+        "{code} does not name digest {digest}: {c:#}"
+    );
+}
+
+const RULES: [&str; 4] = ["PD701", "PD702", "PD703", "PD704"];
+
+const LISTING: &str = "WHERE `shop_patch` . `state` = ?";
+const LOOKUP: &str = "FROM `shop_person` WHERE `shop_person` . `id` = ?";
+const COUNT: &str = "SELECT COUNT ( * ) AS `__count` FROM `shop_patch` INNER JOIN";
+const GROUP: &str = "`shop_patch` . `content` AS `content` , COUNT";
+
+/// The whole story on one server: naive pages fail, fixed pages pass.
+fn orm_story(server: &Server) {
+    let root = server.root_url();
+    orm(server, &["setup"]);
+    reset_digests(server);
+    orm(server, &["bad", "40"]);
+    let r = doctor_json(&root, &["--no-probe"]).json();
+    fails_naming(&r, "PD701", &digest_of(&r, LISTING));
+    fails_naming(&r, "PD702", &digest_of(&r, LOOKUP));
+    fails_naming(&r, "PD703", &digest_of(&r, COUNT));
+    fails_naming(&r, "PD704", &digest_of(&r, GROUP));
+    // PD702 names the listing as the lookup's probable parent.
+    let n1 = check(&r, "PD702")["evidence"].to_string();
+    assert!(
+        n1.contains("probable parent") && n1.contains("`shop_patch` WHERE `shop_patch` . `state`"),
+        "{n1}"
+    );
+    assert!(
+        check(&r, "PD702")["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("select_related")
+    );
+    // The index the digest text asks for: equality column, then the ORDER BY columns.
+    let rem = check(&r, "PD701")["remediation"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        rem.contains("EXPLAIN SELECT") && rem.contains("ON `shop_patch` (`state`, `date`, `id`)"),
+        "{rem}"
+    );
+    // The profile ranks by time and shares add up to at most 100%.
+    let top = r["top_statements"]["statements"].as_array().unwrap();
+    assert!(top.len() >= 4 && top.len() <= 10, "{top:#?}");
+    let shares: f64 = top.iter().map(|s| s["time_share"].as_f64().unwrap()).sum();
+    assert!(shares <= 1.0001, "{shares}");
+    assert!(
+        top.windows(2)
+            .all(|w| w[0]["time_seconds"].as_f64() >= w[1]["time_seconds"].as_f64())
+    );
+    // Nothing of powerdiag's own or of the system schemas is listed.
+    for s in top {
+        let t = s["text"].as_str().unwrap();
+        assert!(
+            !t.contains("performance_schema") && !t.starts_with("SHOW"),
+            "{t}"
+        );
+    }
+
+    // The text report has the section too.
+    let text = run(powerdiag().env("POWERDIAG_MARIADB_URL", &root).args([
+        "doctor",
+        "--no-probe",
+        "--sample-window",
+        "0",
+        "--statements",
+        "3",
+    ]));
+    assert!(text.stdout.contains("Top statements"), "{}", text.stdout);
+
+    // Fix, reset, and run the same pages written well.
+    let dir = tempfile::tempdir().unwrap();
+    let collect = |name: &str| {
+        let path = dir.path().join(name);
+        let c = run(powerdiag()
+            .env("POWERDIAG_MARIADB_URL", &root)
+            .args(["collect", "--no-probe", "--sample-window", "0", "-o"])
+            .arg(&path));
+        assert_eq!(c.code, 0, "{}", c.stderr);
+        path
+    };
+    let before = collect("before.json");
+    orm(server, &["fix"]);
+    reset_digests(server);
+    orm(server, &["good", "40"]);
+    let r = doctor_json(&root, &["--no-probe"]).json();
+    for code in RULES {
+        assert_eq!(status(&r, code), "pass", "{code}: {:#}", check(&r, code));
+    }
+
+    // diff: the per-row lookup is only before, the JOIN only after.
+    let after = collect("after.json");
+    let d = run(powerdiag()
+        .args(["diff", "--format", "json"])
+        .arg(&before)
+        .arg(&after));
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let st = &d.json()["statements"];
+    let texts = |part: &str| st[part].to_string();
+    assert!(
+        texts("only_a").contains("`shop_person` WHERE `shop_person` . `id` = ?"),
+        "{st:#}"
+    );
+    assert!(
+        texts("only_b").contains("INNER JOIN `shop_person`"),
+        "{st:#}"
+    );
+    let text = run(powerdiag().args(["diff"]).arg(&before).arg(&after));
+    assert!(
+        text.stdout.contains("Statements") && text.stdout.contains("only in A"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn orm_pitfalls_fail_and_their_fixes_pass_on_11_8_and_vector_searches_are_not_scans() {
+    let server = Server::get("stmt118");
+    orm_story(&server);
+    agent_story(&server);
+
+    // k-NN searches are full scans to performance_schema; not a PD701/PD703 finding.
+    orm(&server, &["vector-setup"]);
+    reset_digests(&server);
+    orm(&server, &["vector", "300"]);
+    let r = doctor_json(&server.root_url(), &["--no-probe"]).json();
+    let knn = &r["top_statements"]["statements"][0];
+    assert!(
+        knn["text"].as_str().unwrap().contains("VEC_DISTANCE") && knn["no_index_share"] == 1.0,
+        "{knn:#}"
+    );
+    for code in ["PD701", "PD703"] {
+        let s = status(&r, code);
+        assert!(
+            s == "not_applicable" || s == "pass",
+            "{code}: {:#}",
+            check(&r, code)
+        );
+    }
+}
+
+/// The check's status in the agent's /metrics (`powerdiag_check{code=...,status=...} 1`).
+fn agent_status(port: u16, code: &str) -> Option<String> {
+    let (_, _, body) = get(port, "/metrics")?;
+    body.lines()
+        .filter(|l| l.starts_with("powerdiag_check{") && l.contains(&format!("code=\"{code}\"")))
+        .find_map(|l| {
+            let rest = l.split("status=\"").nth(1)?;
+            Some(rest.split('"').next()?.to_owned())
+        })
+}
+
+/// Runs `args` in the background while `f` polls.
+fn while_running<T>(server: &Server, args: &'static [&'static str], f: impl FnOnce() -> T) -> T {
+    let s = server.clone();
+    let worker = std::thread::spawn(move || orm(&s, args));
+    let out = f();
+    worker.join().unwrap();
+    out
+}
+
+/// The agent judges intervals: the naive pages fail while they run; after the fixes the
+/// rules pass within a couple of intervals, with no restart and no reset of the table.
+fn agent_story(server: &Server) {
+    orm(server, &["setup"]);
+    let agent = start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[statements]\ninterval = \"2s\"\n",
+    );
+    let limit = Duration::from_secs(60);
+    let failed = while_running(server, &["bad", "200"], || {
+        eventually(limit, || {
+            RULES
+                .iter()
+                .all(|c| agent_status(agent.port, c).as_deref() == Some("fail"))
+        })
+    });
+    assert!(
+        failed,
+        "the agent did not fail PD701-PD704 while the naive pages ran: {:?}",
+        RULES.map(|c| agent_status(agent.port, c))
+    );
+    // Counters per busiest digest, the rest in `other`, the text in an info metric.
+    let (_, _, body) = get(agent.port, "/metrics").unwrap();
+    for needle in [
+        "powerdiag_mariadb_statement_calls_total{schema=\"orm\",digest=\"",
+        "powerdiag_mariadb_statement_seconds_total{schema=\"orm\",digest=\"",
+        "powerdiag_mariadb_statement_calls_total{schema=\"\",digest=\"other\"}",
+        "powerdiag_mariadb_statement_info{schema=\"orm\",digest=\"",
+        "FROM `shop_person` WHERE",
+    ] {
+        assert!(body.contains(needle), "{needle} missing from\n{body}");
+    }
+    let series = body
+        .lines()
+        .filter(|l| l.starts_with("powerdiag_mariadb_statement_calls_total{"))
+        .count();
+    assert!((2..=21).contains(&series), "{series} series:\n{body}");
+    orm(server, &["fix"]);
+    let passed = while_running(server, &["good", "400"], || {
+        eventually(limit, || {
+            RULES
+                .iter()
+                .all(|c| agent_status(agent.port, c).as_deref() == Some("pass"))
+        })
+    });
+    assert!(
+        passed,
+        "the agent did not pass PD701-PD704 after the fixes: {:?}",
+        RULES.map(|c| agent_status(agent.port, c))
+    );
+}
+
+#[test]
+fn orm_pitfalls_on_10_11_and_what_blocks_the_digests() {
+    let server = Server::get("stmt1011");
+    orm_story(&server);
+
+    // A disabled consumer: insufficient_data with the UPDATE that fixes it.
+    sql(
+        &server,
+        "UPDATE performance_schema.setup_consumers SET ENABLED = 'NO' WHERE NAME = 'statements_digest'",
+    );
+    let r = doctor_json(&server.root_url(), &["--no-probe"]).json();
+    sql(
+        &server,
+        "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME = 'statements_digest'",
+    );
+    for code in RULES {
+        let c = check(&r, code);
+        assert_eq!(c["status"], "insufficient_data", "{c:#}");
+        let why = c["summary"].as_str().unwrap();
+        assert!(
+            why.contains("statements_digest consumer is disabled")
+                && why.contains("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'"),
+            "{why}"
+        );
+    }
+
+    // A monitoring account without SELECT on performance_schema: the GRANT.
+    for s in [
+        "DROP USER IF EXISTS 'stmt_mon'@'127.0.0.1'",
+        "CREATE USER 'stmt_mon'@'127.0.0.1' IDENTIFIED BY 'stmt-mon-pw'",
+    ] {
+        sql(&server, s);
+    }
+    let r = doctor_json(&server.url("stmt_mon", "stmt-mon-pw"), &["--no-probe"]).json();
+    let why = check(&r, "PD701")["summary"].as_str().unwrap().to_owned();
+    assert_eq!(status(&r, "PD701"), "insufficient_data");
+    assert!(
+        why.contains("GRANT SELECT ON performance_schema.* TO 'stmt_mon'@"),
+        "{why}"
+    );
+    assert!(
+        r["top_statements"]["unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("GRANT SELECT ON performance_schema.*")
+    );
+}
+
+#[test]
+fn performance_schema_off_is_insufficient_data_with_the_my_cnf_line() {
+    let server = Server::m1011();
+    let r = doctor_json(&server.root_url(), &["--no-probe"]).json();
+    for code in RULES {
+        let c = check(&r, code);
+        assert_eq!(c["status"], "insufficient_data", "{c:#}");
+        let why = c["summary"].as_str().unwrap();
+        assert!(
+            why.contains("performance_schema is OFF")
+                && why.contains("`performance_schema = ON` under [mariadbd]")
+                && why.contains("restart"),
+            "{why}"
+        );
+    }
+    assert_eq!(status(&r, "PD204"), "fail");
+    let pd204 = check(&r, "PD204")["summary"].as_str().unwrap().to_owned();
+    assert!(pd204.contains("PD701-PD704"), "{pd204}");
+}
