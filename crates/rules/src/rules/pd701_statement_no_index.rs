@@ -7,8 +7,8 @@ declare_rule! {
     /// ### What it does
     /// Reads the statement digests of `performance_schema` (the period is in the evidence:
     /// doctor judges the totals of digests seen in the last 15 minutes, the agent the
-    /// difference between two reads) and fails when one statement takes at least 20% of all
-    /// statement time and used no index, or no good index, in most of its executions
+    /// difference between two reads) and fails when one statement takes at least {min_time_share} of all
+    /// statement time and used no index, or no good index, in more than {min_no_index_share} of its executions
     /// (`SUM_NO_INDEX_USED` + `SUM_NO_GOOD_INDEX_USED` over `COUNT_STAR`). k-NN vector
     /// searches (`ORDER BY VEC_DISTANCE…`) are left out: the server counts each as a no-index
     /// scan although the vector index is used (PD101/PD102 judge them). The share is powerdiag's

@@ -6,10 +6,10 @@ use crate::{
 declare_rule! {
     /// ### What it does
     /// Looks for the N+1 pattern in the statement digests: a *lookup* — a `SELECT` whose
-    /// `WHERE` compares something with `= ?` and that sends at most about one row per call —
+    /// `WHERE` compares something with `= ?` and that sends at most {max_rows_per_call} rows per call —
     /// that runs far more often than the statements around it. It fails when such a digest
-    /// ran at least 100 times in the period, at least 10× as often as its reference statement,
-    /// and makes at least 20% of all statement calls. The reference is the *probable parent*:
+    /// ran at least {min_calls} times in the period, at least {min_call_ratio}× as often as its reference statement,
+    /// and makes at least {min_call_share} of all statement calls. The reference is the *probable parent*:
     /// the listing (a `SELECT` in the same schema sending several rows per call) whose rows
     /// sent are closest to the lookup's calls — one lookup per listed row — if one is within a
     /// factor of 2; otherwise the busiest other statement of the schema. A lookup that runs

@@ -2,8 +2,8 @@ use crate::{Digest, Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_ru
 
 declare_rule! {
     /// ### What it does
-    /// Fails when a statement with at least 10% of all statement time reads far more rows
-    /// than it returns: at least 10,000 rows examined per call **and** more than 1,000 rows
+    /// Fails when a statement with at least {min_time_share} of all statement time reads far more rows
+    /// than it returns: at least {min_examined_per_call} rows examined per call **and** more than {min_examined_per_returned} rows
     /// examined per row returned (sent, or changed by an UPDATE/DELETE). Requiring both keeps
     /// apart a report that legitimately reads and returns many rows, a cheap `COUNT(*)` of a
     /// small table (one row sent, few examined), and the statements this is about: a scan

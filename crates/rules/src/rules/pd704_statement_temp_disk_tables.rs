@@ -5,9 +5,9 @@ use crate::{
 declare_rule! {
     /// ### What it does
     /// Names the statements that write internal temporary tables to disk or sort in merge
-    /// passes: a digest with at least 5% of all statement time where at least 10% of the
+    /// passes: a digest with at least {min_time_share} of all statement time where at least {min_disk_share} of the
     /// executions created an on-disk temporary table (`SUM_CREATED_TMP_DISK_TABLES`) or the
-    /// executions needed at least one sort merge pass each on average
+    /// executions needed at least {min_merge_passes_per_call} sort merge pass(es) each on average
     /// (`SUM_SORT_MERGE_PASSES`). PD208 (tmp-tables-on-disk) and PD213 (sort-merge-passes) see
     /// the server-wide counters; this rule says which statements cause them. The limits are
     /// powerdiag's own heuristics.
