@@ -10,12 +10,34 @@ use crate::collect::os::Roots;
 
 pub(super) type Fields = HashMap<String, String>;
 
-/// `Ok(None)`: no lparcfg, so not a PowerVM partition.
+/// `platform : pSeries` in /proc/cpuinfo (PowerNV bare metal says `PowerNV`).
+fn is_pseries(cpuinfo: &str) -> bool {
+    cpuinfo.lines().any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim() == "platform" && v.trim().eq_ignore_ascii_case("pseries")
+        })
+    })
+}
+
+/// Where lparcfg is: the kernel's path, and the one sos, apport and other collectors record
+/// (`proc/ppc64/lparcfg`, the old name the kernel still links).
+const PATHS: [&str; 2] = ["powerpc/lparcfg", "ppc64/lparcfg"];
+
+/// `Ok(None)`: no lparcfg on a machine that is not a pSeries platform, so not a PowerVM
+/// partition. A pSeries platform (PowerVM LPAR or KVM guest) without lparcfg is a partition of
+/// unknown mode: an error, so the partition rules say `insufficient_data`.
 pub(super) fn read_fields(r: &Roots) -> Result<Option<Fields>, String> {
-    let path = r.proc("powerpc/lparcfg");
-    if !path.exists() {
+    let Some(path) = PATHS.iter().map(|p| r.proc(p)).find(|p| p.exists()) else {
+        let cpuinfo = read(&r.proc("cpuinfo")).unwrap_or_default();
+        if is_pseries(&cpuinfo) {
+            return Err(format!(
+                "a pSeries platform (PowerVM partition or KVM guest) without lparcfg ({} or {}): the partition mode is unknown",
+                r.proc(PATHS[0]).display(),
+                r.proc(PATHS[1]).display()
+            ));
+        }
         return Ok(None);
-    }
+    };
     let text = read(&path)?;
     let fields = parse(&text);
     if !fields.contains_key("shared_processor_mode") {
@@ -98,6 +120,34 @@ pub(super) fn far_dispatches(r: &Roots) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lparcfg_where_sos_records_it_and_unknown_mode_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = Roots::tree(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/ppc64")).unwrap();
+        std::fs::write(
+            dir.path().join("proc/cpuinfo"),
+            "processor\t: 0\ncpu\t\t: POWER9 (architected)\n\nplatform\t: pSeries\nmodel\t\t: IBM,9009-42A\n",
+        )
+        .unwrap();
+        let e = read_fields(&roots).unwrap_err();
+        assert!(e.contains("partition mode is unknown"), "{e}");
+        std::fs::write(
+            dir.path().join("proc/ppc64/lparcfg"),
+            "lparcfg 1.9\nshared_processor_mode=1\ncapped=0\n",
+        )
+        .unwrap();
+        let f = read_fields(&roots).unwrap().unwrap();
+        assert_eq!(
+            f.get("shared_processor_mode").map(String::as_str),
+            Some("1")
+        );
+        // Bare metal (PowerNV) or x86: not a partition.
+        std::fs::remove_file(dir.path().join("proc/ppc64/lparcfg")).unwrap();
+        std::fs::write(dir.path().join("proc/cpuinfo"), "platform\t: PowerNV\n").unwrap();
+        assert_eq!(read_fields(&roots).unwrap(), None);
+    }
 
     const SHARED: &str = "lparcfg 1.9\nserial_number=IBM,0221234\nsystem_type=IBM,9009-42A\npartition_id=7\n\
         partition_entitled_capacity=300\nDedDonMode=0\npool=0\npool_capacity=2400\npool_num_procs=24\n\
