@@ -11,9 +11,8 @@ use crate::collect::os::Roots;
 pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
     let path = r.proc("cpuinfo");
     let info = CpuInfo::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let online = read_trim(&r.sys("devices/system/cpu/online"))
-        .and_then(|s| parse_cpu_list(&s))
-        .unwrap_or_else(|_| (0..info.num_cores() as u32).collect());
+    let online =
+        super::topology::online_cpus(r).unwrap_or_else(|_| (0..info.num_cores() as u32).collect());
     let first = |key: &str| -> Option<String> {
         // procfs keeps values shared by every CPU in `fields`, the rest per CPU.
         info.get_field(0, key)
@@ -50,10 +49,14 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
         ..Default::default()
     };
 
-    // Topology: distinct packages and (package, core) pairs over the online CPUs. PowerVM
+    // Topology over the online CPUs: a core is a distinct set of thread siblings
+    // (`thread_siblings_list`, or the `thread_siblings` mask of older kernels); (package,
+    // core_id) pairs are not unique on every platform and are only the fallback. PowerVM
     // partitions report physical_package_id -1 (unknown): cores still count, sockets do not.
     let mut packages = BTreeSet::new();
-    let mut cores = BTreeSet::new();
+    let mut pairs = BTreeSet::new();
+    let mut siblings: BTreeSet<Vec<u32>> = BTreeSet::new();
+    let mut all_siblings = true;
     for n in &online {
         let t = r.sys(format!("devices/system/cpu/cpu{n}/topology"));
         let id = |f: &str| {
@@ -65,13 +68,32 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
             if p >= 0 {
                 packages.insert(p);
             }
-            cores.insert((p, c));
+            pairs.insert((p, c));
+        }
+        let set = read_trim(&t.join("thread_siblings_list"))
+            .ok()
+            .and_then(|l| parse_cpu_list(&l).ok())
+            .or_else(|| {
+                read_trim(&t.join("thread_siblings"))
+                    .ok()
+                    .and_then(|m| super::fs::parse_cpu_mask(&m).ok())
+            });
+        match set {
+            Some(set) if !set.is_empty() => {
+                siblings.insert(set);
+            }
+            _ => all_siblings = false,
         }
     }
-    if !cores.is_empty() {
+    let cores: usize = if all_siblings && !siblings.is_empty() {
+        siblings.len()
+    } else {
+        pairs.len()
+    };
+    if cores > 0 {
         cpu.sockets = (!packages.is_empty()).then_some(packages.len() as u32);
-        cpu.cores = Some(cores.len() as u32);
-        cpu.threads_per_core = Some((online.len() / cores.len()).max(1) as u32);
+        cpu.cores = Some(cores as u32);
+        cpu.threads_per_core = Some((online.len() / cores).max(1) as u32);
     }
     cpu.smt_control = read_trim(&r.sys("devices/system/cpu/smt/control")).ok();
     cpu.smt_active = read_trim(&r.sys("devices/system/cpu/smt/active"))
@@ -184,6 +206,39 @@ fn first_policy(r: &Roots) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Some platforms (several arm64 servers) report core_id 0 on every CPU of a package: the
+    /// (package, core_id) pairs would count one core. The thread siblings count them right.
+    #[test]
+    fn cores_come_from_thread_siblings() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let mut cpuinfo = String::new();
+        for n in 0..4 {
+            cpuinfo += &format!("processor\t: {n}\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n\n");
+            let t = format!("sys/devices/system/cpu/cpu{n}/topology");
+            w(&format!("{t}/physical_package_id"), "0\n");
+            w(&format!("{t}/core_id"), "0\n");
+            w(&format!("{t}/thread_siblings_list"), &format!("{n}\n"));
+        }
+        w("proc/cpuinfo", &cpuinfo);
+        w("sys/devices/system/cpu/online", "0-3\n");
+        let c = collect(&Roots::tree(dir.path())).unwrap();
+        assert_eq!((c.cores, c.threads_per_core), (Some(4), Some(1)), "{c:?}");
+        // Without sibling files, the pairs are all there is.
+        for n in 0..4 {
+            std::fs::remove_file(dir.path().join(format!(
+                "sys/devices/system/cpu/cpu{n}/topology/thread_siblings_list"
+            )))
+            .unwrap();
+        }
+        let c = collect(&Roots::tree(dir.path())).unwrap();
+        assert_eq!(c.cores, Some(1), "{c:?}");
+    }
 
     #[test]
     fn spurr_over_purr() {
