@@ -14,8 +14,9 @@ fn host_sample(c: &mut Criterion) {
     c.bench_function("host sample, live", |b| {
         b.iter(|| {
             black_box(os::finish(
-                os::begin(&live, None, Duration::ZERO),
+                os::begin(&live, os::ServerProcess::Unknown, Duration::ZERO),
                 Duration::ZERO,
+                Duration::from_secs(5),
             ))
         })
     });
@@ -25,8 +26,9 @@ fn host_sample(c: &mut Criterion) {
     c.bench_function("host sample, POWER9 96-CPU tree", |b| {
         b.iter(|| {
             black_box(os::finish(
-                os::begin(&tree, None, Duration::ZERO),
+                os::begin(&tree, os::ServerProcess::Unknown, Duration::ZERO),
                 Duration::ZERO,
+                Duration::from_secs(5),
             ))
         })
     });

@@ -3,14 +3,20 @@
 
 use powerdiag_rules::HostFacts;
 
-use super::os::Roots;
+use super::{CollectError, os::Roots};
 
-/// Collects what the platform offers; a fact that cannot be read stays `None`.
-pub fn collect(roots: &Roots) -> Result<HostFacts, String> {
+/// Collects what the platform offers; a fact that cannot be read stays `None`. A recorded
+/// tree takes nothing from the live host: its name, kernel, release and architecture come
+/// from the tree or stay unknown.
+pub fn collect(roots: &Roots) -> Result<HostFacts, CollectError> {
     let live = roots.is_live();
     let mut h = HostFacts {
         os: std::env::consts::OS.to_owned(),
-        arch: std::env::consts::ARCH.to_owned(),
+        arch: if live {
+            super::os::live_architecture()
+        } else {
+            "unknown".into()
+        },
         usable_threads: if live {
             std::thread::available_parallelism()
                 .ok()
@@ -30,7 +36,9 @@ pub fn collect(roots: &Roots) -> Result<HostFacts, String> {
     #[cfg(target_os = "linux")]
     linux::fill(&mut h, roots);
     if h.hostname.is_empty() {
-        return Err("the host name could not be read".into());
+        return Err(CollectError::Other(
+            "the host name could not be read".into(),
+        ));
     }
     Ok(h)
 }
@@ -38,31 +46,25 @@ pub fn collect(roots: &Roots) -> Result<HostFacts, String> {
 #[cfg(target_os = "linux")]
 mod linux {
     use powerdiag_rules::HostFacts;
-    use procfs::{FromRead, Meminfo};
+    use procfs::Meminfo;
 
-    use crate::collect::os::Roots;
+    use crate::collect::os::{
+        Roots,
+        linux::{cpu_architecture_of, fs},
+    };
 
     pub(super) fn fill(h: &mut HostFacts, r: &Roots) {
-        let read =
-            |p: std::path::PathBuf| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
+        let read = |p: std::path::PathBuf| fs::read_trim(&p).ok();
         if !r.is_live() {
-            // A recorded tree: its own name and kernel; the architecture from its cpuinfo.
+            // A recorded tree: its own name and kernel; the architecture by the one detector.
             h.hostname =
                 read(r.proc("sys/kernel/hostname")).unwrap_or_else(|| "recorded-host".into());
             h.kernel = read(r.proc("sys/kernel/osrelease"));
             if let Some(ci) = read(r.proc("cpuinfo")) {
-                h.arch = if ci.contains("\ncpu\t\t: POWER")
-                    || ci.starts_with("processor\t: 0\ncpu\t\t: POWER")
-                {
-                    "powerpc64le".into()
-                } else if ci.contains("CPU implementer") {
-                    "aarch64".into()
-                } else {
-                    "x86_64".into()
-                };
+                h.arch = cpu_architecture_of(r, &ci);
             }
         }
-        if let Ok(m) = Meminfo::from_file(r.proc("meminfo")) {
+        if let Ok(m) = fs::parse_procfs::<Meminfo>(&r.proc("meminfo")) {
             h.memory_total_bytes = Some(m.mem_total);
             h.memory_available_bytes = m.mem_available;
         }

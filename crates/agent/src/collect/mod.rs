@@ -1,9 +1,18 @@
 //! Collectors. Each one is timed and reported as a [`CollectorRun`]; one failing collector
-//! never fails the others: its part of the snapshot is `Unavailable` with the reason.
+//! never fails the others: its part of the snapshot is `Unavailable` with the reason, the
+//! sentence of its [`CollectError`].
+//!
+//! - `host`: one collector, run first (the MariaDB collectors compare host names);
+//! - `mariadb`: connect, server facts, vector indexes, statements, probe — each its own run;
+//! - `os`: the sample window around them, one registered collector per section
+//!   (`os::registry`).
 
+pub(crate) mod error;
 pub mod host;
 pub mod mariadb;
 pub mod os;
+
+pub use error::CollectError;
 
 use std::time::{Duration, Instant};
 
@@ -42,7 +51,7 @@ pub async fn collect(
     let mut snap = Snapshot::new(env!("CARGO_PKG_VERSION"));
     snap.taken_at = opts.taken_at.clone();
     let started = Instant::now();
-    let host = host::collect(&opts.roots);
+    let host = host::collect(&opts.roots).map_err(|e| e.to_string());
     snap.collectors.push(CollectorRun {
         name: "host".into(),
         duration_seconds: started.elapsed().as_secs_f64(),
@@ -60,11 +69,17 @@ pub async fn collect(
     if !opts.candidates.is_empty() {
         let mut hook = |facts: Option<&powerdiag_rules::MariadbFacts>| {
             // The server's pid file names its process, but only if it runs on this host.
-            let pid_file = facts
-                .filter(|f| f.same_host == Some(true))
-                .and_then(|f| f.variables.get(Var::PidFile.name()))
-                .map(String::as_str);
-            window = Some(os::begin(roots, pid_file, opts.sample_window));
+            let server = match facts.map(|f| (f.same_host, f)) {
+                Some((Some(true), f)) => os::ServerProcess::Local {
+                    pid_file: f
+                        .variables
+                        .get(Var::PidFile.name())
+                        .map_or("", String::as_str),
+                },
+                Some((Some(false), _)) => os::ServerProcess::Remote,
+                _ => os::ServerProcess::Unknown,
+            };
+            window = Some(os::begin(roots, server, opts.sample_window));
         };
         let out = mariadb::collect(
             &opts.candidates,
@@ -78,34 +93,39 @@ pub async fn collect(
         snap.collectors.extend(out.runs);
         stats.sql_statements = out.statements;
     }
-    let window = window.unwrap_or_else(|| os::begin(roots, None, opts.sample_window));
+    let window =
+        window.unwrap_or_else(|| os::begin(roots, os::ServerProcess::Unknown, opts.sample_window));
     // Wait out the window without blocking the runtime; finish then has nothing left to wait.
     tokio::time::sleep(window.remaining(opts.sample_window)).await;
-    let started = Instant::now();
-    let facts: OsFacts = os::finish(window, opts.sample_window);
-    let failed: Vec<String> = os_failures(&facts);
-    snap.collectors.push(CollectorRun {
-        name: "os".into(),
-        duration_seconds: started.elapsed().as_secs_f64(),
-        success: failed.is_empty(),
-        error: (!failed.is_empty()).then(|| failed.join("; ")),
-    });
+    let (facts, runs) = os_finish(window, opts).await;
+    snap.collectors.extend(runs);
     snap.os = Gathered::Available(facts);
     (snap, stats)
 }
 
-/// Sections that could not be read for a reason other than "does not apply here".
-fn os_failures(f: &OsFacts) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |name: &str, why: Option<&str>| {
-        if let Some(w) = why {
-            out.push(format!("{name}: {w}"));
-        }
+/// The OS sections, read on a blocking thread under a deadline (`mariadb.timeout`, the same
+/// bound every statement has): a file that blocks cannot hold the sample. The registry does
+/// not start a section after the deadline; a read that hangs anyway is abandoned here.
+async fn os_finish(window: os::Window, opts: &CollectOptions) -> (OsFacts, Vec<CollectorRun>) {
+    let budget = opts.mariadb.timeout;
+    let min_window = opts.sample_window;
+    let task = tokio::task::spawn_blocking(move || os::finish(window, min_window, budget));
+    // The registry stops starting sections at the budget: a little more for the one running.
+    let grace = budget.saturating_add(budget / 2);
+    let why = match tokio::time::timeout(grace, task).await {
+        Ok(Ok(done)) => return done,
+        Ok(Err(e)) => CollectError::Other(format!("the OS collectors failed: {e}")),
+        Err(_) => CollectError::Timeout {
+            what: "reading the OS sections".into(),
+            after: grace,
+        },
     };
-    check("cpu", f.cpu.as_ref().err());
-    check("topology", f.topology.as_ref().err());
-    check("memory", f.memory.as_ref().err());
-    check("cpu_time", f.cpu_time.as_ref().err());
-    check("partition", f.partition.as_ref().err());
-    out
+    let facts = OsFacts::unavailable(&opts.roots.describe(), &why.to_string());
+    let run = CollectorRun {
+        name: "os".into(),
+        duration_seconds: grace.as_secs_f64(),
+        success: false,
+        error: Some(why.to_string()),
+    };
+    (facts, vec![run])
 }

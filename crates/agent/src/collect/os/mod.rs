@@ -5,15 +5,29 @@
 // live glue (`aix::Window`) needs AIX.
 #[cfg(any(target_os = "aix", test))]
 mod aix;
+mod find;
 #[cfg(target_os = "linux")]
-mod linux;
+pub(crate) mod linux;
+pub(crate) mod registry;
 
 use std::{
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use powerdiag_rules::OsFacts;
+use powerdiag_rules::{CollectorRun, OsFacts};
+
+pub use find::{Found, ServerProcess};
+
+/// The running machine's architecture as `uname -m` names it (`x86_64`, `aarch64`,
+/// `ppc64le`, `ppc64`), from the build target: the binary runs only on its own.
+pub fn live_architecture() -> String {
+    match std::env::consts::ARCH {
+        "powerpc64" if cfg!(target_endian = "little") => "ppc64le".to_owned(),
+        "powerpc64" => "ppc64".to_owned(),
+        other => other.to_owned(),
+    }
+}
 
 /// Where the files are: node_exporter's `--path.procfs`, `--path.sysfs`, `--path.rootfs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,24 +100,24 @@ pub struct Window {
 }
 
 /// Starts a sample window that will last at least `window` (zero: no window, no counters).
-/// `pid_file` is the server's `@@pid_file` when powerdiag is connected to a server on this
-/// host: it names the mariadbd to look at.
-pub fn begin(roots: &Roots, pid_file: Option<&str>, window: Duration) -> Window {
+/// `server` says which mariadbd to look at: the one named by the connected server's
+/// `@@pid_file` when it runs on this host, none when it runs elsewhere.
+pub fn begin(roots: &Roots, server: ServerProcess<'_>, window: Duration) -> Window {
     #[cfg(target_os = "linux")]
     {
         Window {
-            inner: linux::Window::begin(roots, pid_file, window),
+            inner: linux::Window::begin(roots, server, window),
         }
     }
     #[cfg(target_os = "aix")]
     {
         Window {
-            inner: aix::Window::begin(roots, pid_file, window),
+            inner: aix::Window::begin(roots, server, window),
         }
     }
     #[cfg(not(any(target_os = "linux", target_os = "aix")))]
     {
-        let _ = (pid_file, window);
+        let _ = (server, window);
         Window {
             roots: roots.clone(),
         }
@@ -125,22 +139,21 @@ impl Window {
     }
 }
 
-/// Ends the window (waiting until at least `min_window` has passed) and returns the facts.
-pub fn finish(w: Window, min_window: Duration) -> OsFacts {
-    #[cfg(target_os = "linux")]
+/// Ends the window (waiting until at least `min_window` has passed) and returns the facts
+/// with one run per collector. A collector that would start more than `budget` after the
+/// window closed is not started: it fails with a timeout.
+pub fn finish(w: Window, min_window: Duration, budget: Duration) -> (OsFacts, Vec<CollectorRun>) {
+    #[cfg(any(target_os = "linux", target_os = "aix"))]
     {
-        w.inner.finish(min_window)
-    }
-    #[cfg(target_os = "aix")]
-    {
-        w.inner.finish(min_window)
+        w.inner.finish(min_window, budget)
     }
     #[cfg(not(any(target_os = "linux", target_os = "aix")))]
     {
-        let _ = min_window;
-        OsFacts::unavailable(
-            &w.roots.describe(),
-            &format!("no OS collector for {} yet", std::env::consts::OS),
-        )
+        let _ = (min_window, budget);
+        let why = format!(
+            "unavailable: no OS collector for {} yet",
+            std::env::consts::OS
+        );
+        (OsFacts::unavailable(&w.roots.describe(), &why), Vec::new())
     }
 }

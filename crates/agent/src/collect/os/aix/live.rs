@@ -5,13 +5,16 @@
 use std::time::{Duration, Instant};
 
 use perfstat_sys::{PartitionTotal, PerfstatError, perfstat_memory_page_t};
-use powerdiag_rules::OsFacts;
+use powerdiag_rules::{CollectorRun, OsFacts};
 
 use super::{
     ps,
-    translate::{self, NAMES, Raw, RawProcess},
+    translate::{self, Raw, RawProcess},
 };
-use crate::collect::os::Roots;
+use crate::collect::{
+    CollectError,
+    os::{Found, Roots, ServerProcess, find::NAMES},
+};
 
 const NOT_LIVE: &str = "unavailable: the AIX collector reads the live system only (recorded trees hold Linux /proc and /sys)";
 
@@ -23,21 +26,21 @@ const MAX_PAGE_SIZES: usize = 8;
 pub(crate) struct Window {
     roots: Roots,
     started: Instant,
-    process: Result<(u32, String), String>,
+    process: Result<Found, CollectError>,
     before: Option<PartitionTotal>,
 }
 
 impl Window {
     /// `window` zero: no first sample, the counters are read since boot.
-    pub(crate) fn begin(roots: &Roots, pid_file: Option<&str>, window: Duration) -> Window {
+    pub(crate) fn begin(roots: &Roots, server: ServerProcess<'_>, window: Duration) -> Window {
         let live = roots.is_live();
         Window {
             roots: roots.clone(),
             started: Instant::now(),
             process: if live {
-                find(roots, pid_file)
+                crate::collect::os::find::find(roots, server, by_name)
             } else {
-                Err(NOT_LIVE.into())
+                Err(CollectError::skipped(NOT_LIVE))
             },
             before: if live && !window.is_zero() {
                 perfstat_sys::partition_total().ok()
@@ -47,13 +50,24 @@ impl Window {
         }
     }
 
-    pub(crate) fn finish(self, min_window: Duration) -> OsFacts {
+    /// The AIX sections come from one libperfstat read, not from the registry: `budget` bounds
+    /// only the external commands (each has its own timeout).
+    pub(crate) fn finish(
+        self,
+        min_window: Duration,
+        budget: Duration,
+    ) -> (OsFacts, Vec<CollectorRun>) {
+        let _ = budget;
         if !self.roots.is_live() {
-            return OsFacts::unavailable(&self.roots.describe(), NOT_LIVE);
+            return (
+                OsFacts::unavailable(&self.roots.describe(), NOT_LIVE),
+                Vec::new(),
+            );
         }
         if let Some(rest) = min_window.checked_sub(self.started.elapsed()) {
             std::thread::sleep(rest);
         }
+        let read_started = Instant::now();
         let raw = Raw {
             window_secs: self.started.elapsed().as_secs_f64(),
             before: self.before,
@@ -64,9 +78,14 @@ impl Window {
             dscr: ps::run(ps::DSCRCTL, &["-q".to_owned()], ps::TIMEOUT).and_then(|out| {
                 ps::parse_dscr(&out).ok_or_else(|| "dscrctl -q printed no os_default_pd".to_owned())
             }),
-            process: self.process.map(|(pid, found_by)| process(pid, found_by)),
+            process: self
+                .process
+                .map(|f| process(f.pid, f.by.to_owned()))
+                .map_err(|e| e.to_string()),
         };
-        translate::os_facts(&raw)
+        let facts = translate::os_facts(&raw);
+        let runs = translate::runs(&facts, read_started.elapsed().as_secs_f64());
+        (facts, runs)
     }
 }
 
@@ -80,38 +99,10 @@ fn memory_pages() -> Result<Vec<perfstat_memory_page_t>, String> {
     Ok(buf[..filled.filled].to_vec())
 }
 
-/// Finds mariadbd: the pid in `pid_file` (read under rootfs), else the one process named
-/// mariadbd/mysqld (`ps`).
-fn find(r: &Roots, pid_file: Option<&str>) -> Result<(u32, String), String> {
-    if let Some(pf) = pid_file.filter(|p| !p.is_empty()) {
-        let path = r.root(pf);
-        match std::fs::read_to_string(&path).map(|s| s.trim().parse::<u32>()) {
-            Ok(Ok(pid)) if r.proc(pid.to_string()).is_dir() => {
-                return Ok((pid, "pid_file".into()));
-            }
-            Ok(Ok(pid)) => {
-                return Err(format!(
-                    "the server's pid file {} names pid {pid}, which is not running",
-                    path.display()
-                ));
-            }
-            Ok(Err(_)) => return Err(format!("{}: not a pid", path.display())),
-            Err(_) => {} // not readable (permissions, a WPAR): fall back to names
-        }
-    }
-    let out = ps::run(ps::PS, &ps::find_args(), ps::TIMEOUT)?;
-    match ps::pids_named(&out, &NAMES).as_slice() {
-        [] => Err("no mariadbd or mysqld process on this host".into()),
-        [pid] => Ok((*pid, "process name".into())),
-        many => Err(format!(
-            "{} mariadbd processes ({}); connect powerdiag to the server to pick one by its pid_file",
-            many.len(),
-            many.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
+/// The pids of the processes named mariadbd/mysqld (`ps`), for `os::find`.
+fn by_name() -> Result<Vec<u32>, CollectError> {
+    let out = ps::run(ps::PS, &ps::find_args(), ps::TIMEOUT).map_err(CollectError::Other)?;
+    Ok(ps::pids_named(&out, &NAMES))
 }
 
 fn process(pid: u32, found_by: String) -> RawProcess {

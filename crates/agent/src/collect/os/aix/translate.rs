@@ -9,14 +9,12 @@ use perfstat_sys::{
     perfstat_process_t, processor_mhz,
 };
 use powerdiag_rules::{
-    Allocator, Compiler, CpuFacts, CpuTime, Gathered, MemoryFacts, OsFacts, PartitionFacts,
-    ProcessFacts,
+    Allocator, CollectorRun, Compiler, CpuFacts, CpuTime, Gathered, MemoryFacts, OsFacts,
+    PartitionFacts, ProcessFacts,
 };
 
 use super::ps::PageSizes;
-
-/// Process names of a MariaDB (or MySQL) server.
-pub(crate) const NAMES: [&str; 2] = ["mariadbd", "mysqld"];
+use crate::collect::os::find::NAMES;
 
 const TOPOLOGY: &str = "unavailable: the AIX collector does not read cache and NUMA topology yet";
 const COUNTERS: &str = "unavailable: the AIX collector does not read hardware counters yet";
@@ -53,6 +51,31 @@ pub(crate) struct RawProcess {
     pub(crate) ldr_cntrl: Result<Option<String>, String>,
     /// Loaded modules (`procldd`).
     pub(crate) modules: Result<Vec<String>, String>,
+}
+
+/// One run per section, as the Linux registry reports them. The sections share one
+/// libperfstat read, so each run reports that read's `seconds`. A section unavailable by
+/// design (its reason starts with "unavailable", e.g. no topology reader yet) reports no run.
+pub(crate) fn runs(f: &OsFacts, seconds: f64) -> Vec<CollectorRun> {
+    let sections: [(&str, Result<(), &str>); 7] = [
+        ("process", f.process.as_ref().map(drop)),
+        ("cpu_time", f.cpu_time.as_ref().map(drop)),
+        ("cpu", f.cpu.as_ref().map(drop)),
+        ("topology", f.topology.as_ref().map(drop)),
+        ("memory", f.memory.as_ref().map(drop)),
+        ("partition", f.partition.as_ref().map(drop)),
+        ("counters", f.counters.as_ref().map(drop)),
+    ];
+    sections
+        .into_iter()
+        .filter(|(_, r)| !r.is_err_and(|why| why.starts_with("unavailable")))
+        .map(|(name, r)| CollectorRun {
+            name: name.into(),
+            duration_seconds: seconds,
+            success: r.is_ok(),
+            error: r.err().map(str::to_owned),
+        })
+        .collect()
 }
 
 /// The snapshot's OS facts from one window's raw values.

@@ -2,15 +2,64 @@
 
 use std::collections::BTreeSet;
 
-use powerdiag_rules::CpuFacts;
-use procfs::{CpuInfo, FromRead};
+use powerdiag_rules::{CpuFacts, Gathered, OsFacts};
+use procfs::CpuInfo;
 
-use super::fs::{parse_cpu_list, read_trim, read_u64};
-use crate::collect::os::Roots;
+use super::fs::{parse_cpu_list, parse_procfs, read_trim, read_u64};
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        registry::{Collector, Ctx},
+    },
+};
 
-pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
-    let path = r.proc("cpuinfo");
-    let info = CpuInfo::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// The `cpu` section: cpuinfo and sysfs, with the busy share of `cpu_time` (registered
+/// before it) and, on POWER, the effective frequency from SPURR/PURR over the window.
+pub(super) struct Cpu;
+
+impl Collector for Cpu {
+    const NAME: &'static str = "cpu";
+    /// Σ SPURR, Σ PURR when the window opened.
+    type Baseline = (u64, u64);
+    type Output = CpuFacts;
+
+    fn begin(&self, ctx: &Ctx) -> Option<(u64, u64)> {
+        spurr_purr(ctx.roots)
+    }
+
+    fn collect(
+        &self,
+        ctx: &Ctx,
+        baseline: Option<(u64, u64)>,
+        so_far: &OsFacts,
+    ) -> Result<CpuFacts, CollectError> {
+        let mut c = collect(ctx.roots)?;
+        if let Ok(t) = so_far.cpu_time.as_ref() {
+            c.busy_share = t.busy_share;
+        }
+        // POWER: effective frequency = ΔSPURR/ΔPURR × nominal (as powerpc-utils' lparstat -E).
+        if let Some(nominal) = c.nominal_mhz
+            && let Some(now) = spurr_purr(ctx.roots)
+            && let Some((ratio, windowed)) = spurr_ratio(baseline, now)
+        {
+            c.effective_mhz = Some(ratio * nominal);
+            c.effective_source = Some(if windowed {
+                format!("SPURR/PURR over {:.2} s", ctx.window.as_secs_f64())
+            } else {
+                "SPURR/PURR since boot".into()
+            });
+        }
+        Ok(c)
+    }
+
+    fn store(facts: &mut OsFacts, section: Gathered<CpuFacts>) {
+        facts.cpu = section;
+    }
+}
+
+pub(super) fn collect(r: &Roots) -> Result<CpuFacts, CollectError> {
+    let info: CpuInfo = parse_procfs(&r.proc("cpuinfo"))?;
     let online =
         super::topology::online_cpus(r).unwrap_or_else(|_| (0..info.num_cores() as u32).collect());
     let first = |key: &str| -> Option<String> {
@@ -20,21 +69,12 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
             .map(|s| s.trim().to_owned())
     };
     let power = first("cpu").is_some_and(|c| c.to_ascii_uppercase().starts_with("POWER"));
-    let architecture = if r.is_live() {
-        match std::env::consts::ARCH {
-            "powerpc64" if cfg!(target_endian = "little") => "ppc64le".to_owned(),
-            "powerpc64" => "ppc64".to_owned(),
-            other => other.to_owned(),
-        }
-    } else if power {
-        "ppc64le".to_owned()
-    } else if first("vendor_id").is_some() {
-        "x86_64".to_owned()
-    } else if first("CPU implementer").is_some() {
-        "aarch64".to_owned()
-    } else {
-        "unknown".to_owned()
-    };
+    let architecture = architecture(
+        r,
+        power,
+        first("vendor_id").is_some(),
+        first("CPU implementer").is_some(),
+    );
     let model = if power {
         first("cpu")
     } else {
@@ -147,10 +187,49 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, String> {
     Ok(cpu)
 }
 
+/// The machine's architecture as `uname -m` names it — the one detector for the whole report
+/// (`host.arch` and `cpu.architecture`). Live: the running kernel's. A recorded tree: its
+/// `kernel/arch` (Linux 6.1+) or the suffix of its `osrelease` (`…el8.ppc64le`), else what its
+/// cpuinfo shows; POWER's byte order is then unknown and said so, never guessed.
+pub(crate) fn architecture(r: &Roots, power: bool, x86: bool, arm: bool) -> String {
+    if r.is_live() {
+        return crate::collect::os::live_architecture();
+    }
+    let from_tree = read_trim(&r.proc("sys/kernel/arch")).ok().or_else(|| {
+        let rel = read_trim(&r.proc("sys/kernel/osrelease")).ok()?;
+        ["ppc64le", "ppc64", "x86_64", "aarch64"]
+            .into_iter()
+            .find(|a| rel.ends_with(&format!(".{a}")))
+            .map(str::to_owned)
+    });
+    match from_tree {
+        Some(a) if !a.is_empty() && a.len() < 32 => a,
+        _ if power => "ppc64 (byte order unknown)".into(),
+        _ if x86 => "x86_64".into(),
+        _ if arm => "aarch64".into(),
+        _ => "unknown".into(),
+    }
+}
+
+/// The same detection from a cpuinfo text alone (the host collector).
+pub(crate) fn architecture_of(r: &Roots, cpuinfo: &str) -> String {
+    let has = |key: &str| {
+        cpuinfo
+            .lines()
+            .any(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == key))
+    };
+    let power = cpuinfo.lines().any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim() == "cpu" && v.trim().to_ascii_uppercase().starts_with("POWER")
+        })
+    });
+    architecture(r, power, has("vendor_id"), has("CPU implementer"))
+}
+
 /// Σ SPURR and Σ PURR over the online CPUs (POWER, root only: mode 0400). The kernel prints
 /// them in hex (arch/powerpc/kernel/sysfs.c).
 pub(super) fn spurr_purr(r: &Roots) -> Option<(u64, u64)> {
-    let online = parse_cpu_list(&read_trim(&r.sys("devices/system/cpu/online")).ok()?).ok()?;
+    let online = super::topology::online_cpus(r).ok()?;
     let hex = |p: std::path::PathBuf| -> Option<u64> {
         let t = read_trim(&p).ok()?;
         u64::from_str_radix(t.trim_start_matches("0x"), 16).ok()

@@ -1,28 +1,95 @@
 //! Small, strict readers for procfs/sysfs files. Every error names the file.
+//!
+//! Every file under [`crate::collect::os::Roots`] is read through here, including the files
+//! the procfs crate parses (it gets our bytes through `FromRead`, never a path): a recorded
+//! tree is outside input, so a file must be a regular file (a FIFO in place of `stat` would
+//! block forever, a directory in place of `cpuinfo` made the procfs crate's line reader spin),
+//! is opened without blocking, and is read up to a cap (a sparse 1 GB `node/online` must not
+//! become 1 GB of memory and of report).
 
-use std::path::Path;
+use std::{fs::File, io::Read, path::Path};
 
-/// The file's text; the error names the path and the reason.
-pub(crate) fn read(path: &Path) -> Result<String, String> {
-    // procfs files report size 0: read to the end, but refuse absurd sizes from a hostile tree.
-    use std::io::Read;
-    const MAX: u64 = 64 << 20;
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut text = String::new();
-    f.take(MAX)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text)
+use crate::collect::CollectError;
+
+/// The cap for one procfs/sysfs text file: `cpuinfo` of a 2,000-CPU machine is ~2 MiB.
+pub(crate) const MAX_FILE: u64 = 8 << 20;
+/// The cap for the mapping lists streamed by [`open`] (`maps`, `smaps_rollup`).
+pub(crate) const MAX_STREAM: u64 = 256 << 20;
+
+/// Opens a regular file without blocking (`O_NONBLOCK`: a FIFO never stalls the open) and
+/// without following a symlink's target onto a non-regular file, limited to `cap` bytes.
+pub(crate) fn open(path: &Path, cap: u64) -> Result<std::io::Take<File>, CollectError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(
+            rustix::fs::OFlags::NONBLOCK.bits() as i32 | rustix::fs::OFlags::NOCTTY.bits() as i32,
+        )
+        .open(path)
+        .map_err(|e| CollectError::io(path, &e))?;
+    let meta = f.metadata().map_err(|e| CollectError::io(path, &e))?;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() || t.is_block_device() {
+        Some("a device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a regular file")
+    };
+    if let Some(kind) = kind {
+        return Err(CollectError::NotRegular {
+            path: path.into(),
+            kind,
+        });
+    }
+    Ok(f.take(cap.saturating_add(1)))
 }
 
-pub(crate) fn read_trim(path: &Path) -> Result<String, String> {
+/// The file's bytes, at most `cap` of them (more is [`CollectError::TooLarge`]).
+pub(crate) fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, CollectError> {
+    let mut r = open(path, cap)?;
+    let mut buf = Vec::new();
+    r.read_to_end(&mut buf)
+        .map_err(|e| CollectError::io(path, &e))?;
+    if buf.len() as u64 > cap {
+        return Err(CollectError::TooLarge {
+            path: path.into(),
+            limit: cap,
+        });
+    }
+    Ok(buf)
+}
+
+/// The file's text; the error names the path and the reason.
+pub(crate) fn read(path: &Path) -> Result<String, CollectError> {
+    let bytes = read_bytes(path, MAX_FILE)?;
+    String::from_utf8(bytes).map_err(|_| CollectError::parse(path, "not UTF-8 text"))
+}
+
+pub(crate) fn read_trim(path: &Path) -> Result<String, CollectError> {
     read(path).map(|s| s.trim().to_owned())
 }
 
-pub(crate) fn read_u64(path: &Path) -> Result<u64, String> {
+pub(crate) fn read_u64(path: &Path) -> Result<u64, CollectError> {
     let t = read_trim(path)?;
-    t.parse()
-        .map_err(|_| format!("{}: {t:?} is not a number", path.display()))
+    t.parse().map_err(|_| {
+        CollectError::parse(
+            path,
+            format!("{:?} is not a number", crate::collect::error::clip(&t, 40)),
+        )
+    })
+}
+
+/// A procfs crate type parsed from our capped, regular-file read of `path`.
+pub(crate) fn parse_procfs<T: procfs::FromRead>(path: &Path) -> Result<T, CollectError> {
+    let bytes = read_bytes(path, MAX_FILE)?;
+    T::from_read(bytes.as_slice()).map_err(|e| CollectError::procfs(path, e))
 }
 
 /// `0-3,8,10-11` → [0,1,2,3,8,10,11]. At most 65,536 CPUs.
@@ -34,10 +101,10 @@ pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
             None => (part.parse::<u32>(), part.parse::<u32>()),
         };
         let (Ok(a), Ok(b)) = (a, b) else {
-            return Err(format!("bad CPU list {s:?}"));
+            return Err(bad_list(s));
         };
         if b < a || b - a > 65_536 || out.len() > 65_536 {
-            return Err(format!("bad CPU list {s:?}"));
+            return Err(bad_list(s));
         }
         out.extend(a..=b);
     }
@@ -50,17 +117,33 @@ pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
 pub(crate) fn parse_cpu_mask(s: &str) -> Result<Vec<u32>, String> {
     let mut cpus = Vec::new();
     let words: Vec<&str> = s.trim().split(',').collect();
+    // 65,536 CPUs at most, as for lists.
+    if words.len() > 2048 {
+        return Err(format!(
+            "CPU mask {:?} is too long",
+            crate::collect::error::clip(s, 40)
+        ));
+    }
     for (i, word) in words.iter().rev().enumerate() {
         let w = u32::from_str_radix(word.trim(), 16)
-            .map_err(|_| format!("'{}' is not a CPU mask", s.trim()))?;
+            .map_err(|_| format!("{:?} is not a CPU mask", crate::collect::error::clip(s, 40)))?;
         let base = u32::try_from(i)
             .ok()
             .and_then(|i| i.checked_mul(32))
-            .ok_or_else(|| format!("CPU mask '{}' is too long", s.trim()))?;
+            .ok_or_else(|| {
+                format!(
+                    "CPU mask {:?} is too long",
+                    crate::collect::error::clip(s, 40)
+                )
+            })?;
         cpus.extend((0..32).filter(|b| w & (1 << b) != 0).map(|b| base + b));
     }
     cpus.sort_unstable();
     Ok(cpus)
+}
+
+fn bad_list(s: &str) -> String {
+    format!("bad CPU list {:?}", crate::collect::error::clip(s, 40))
 }
 
 pub(crate) fn format_cpu_list(cpus: &[u32]) -> String {

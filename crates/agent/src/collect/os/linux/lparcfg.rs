@@ -3,10 +3,52 @@
 
 use std::collections::HashMap;
 
-use powerdiag_rules::PartitionFacts;
+use powerdiag_rules::{Gathered, OsFacts, PartitionFacts};
 
 use super::fs::read;
-use crate::collect::os::Roots;
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        registry::{Collector, Ctx},
+    },
+};
+
+/// The `partition` section: PowerVM's lparcfg, counters over the window; `None` off pSeries.
+pub(super) struct Partition;
+
+impl Collector for Partition {
+    const NAME: &'static str = "partition";
+    type Baseline = Fields;
+    type Output = Option<PartitionFacts>;
+
+    fn begin(&self, ctx: &Ctx) -> Option<Fields> {
+        read_fields(ctx.roots).ok().flatten()
+    }
+
+    fn collect(
+        &self,
+        ctx: &Ctx,
+        baseline: Option<Fields>,
+        so_far: &OsFacts,
+    ) -> Result<Option<PartitionFacts>, CollectError> {
+        let r = ctx.roots;
+        read_fields(r).map(|now| {
+            now.map(|now| {
+                let mut p = facts(&now, baseline.as_ref(), ctx.window.as_secs_f64());
+                p.far_dispatches = far_dispatches(r);
+                if let Ok(c) = so_far.cpu.as_ref() {
+                    p.smt_threads = c.threads_per_core;
+                }
+                p
+            })
+        })
+    }
+
+    fn store(facts: &mut OsFacts, section: Gathered<Option<PartitionFacts>>) {
+        facts.partition = section;
+    }
+}
 
 pub(super) type Fields = HashMap<String, String>;
 
@@ -26,24 +68,24 @@ const PATHS: [&str; 2] = ["powerpc/lparcfg", "ppc64/lparcfg"];
 /// `Ok(None)`: no lparcfg on a machine that is not a pSeries platform, so not a PowerVM
 /// partition. A pSeries platform (PowerVM LPAR or KVM guest) without lparcfg is a partition of
 /// unknown mode: an error, so the partition rules say `insufficient_data`.
-pub(super) fn read_fields(r: &Roots) -> Result<Option<Fields>, String> {
+pub(super) fn read_fields(r: &Roots) -> Result<Option<Fields>, CollectError> {
     let Some(path) = PATHS.iter().map(|p| r.proc(p)).find(|p| p.exists()) else {
         let cpuinfo = read(&r.proc("cpuinfo")).unwrap_or_default();
         if is_pseries(&cpuinfo) {
-            return Err(format!(
+            return Err(CollectError::Other(format!(
                 "a pSeries platform (PowerVM partition or KVM guest) without lparcfg ({} or {}): the partition mode is unknown",
                 r.proc(PATHS[0]).display(),
                 r.proc(PATHS[1]).display()
-            ));
+            )));
         }
         return Ok(None);
     };
     let text = read(&path)?;
     let fields = parse(&text);
     if !fields.contains_key("shared_processor_mode") {
-        return Err(format!(
-            "{}: no shared_processor_mode line; not an lparcfg file?",
-            path.display()
+        return Err(CollectError::parse(
+            &path,
+            "no shared_processor_mode line; not an lparcfg file?",
         ));
     }
     Ok(Some(fields))
@@ -132,7 +174,7 @@ mod tests {
         )
         .unwrap();
         let e = read_fields(&roots).unwrap_err();
-        assert!(e.contains("partition mode is unknown"), "{e}");
+        assert!(e.to_string().contains("partition mode is unknown"), "{e}");
         std::fs::write(
             dir.path().join("proc/ppc64/lparcfg"),
             "lparcfg 1.9\nshared_processor_mode=1\ncapped=0\n",

@@ -1,16 +1,53 @@
 //! Pages: base page size, transparent huge pages, the HugeTLB pool.
 
-use powerdiag_rules::MemoryFacts;
-use procfs::{FromRead, Meminfo};
+use powerdiag_rules::{Gathered, MemoryFacts, OsFacts};
+use procfs::Meminfo;
 
-use super::fs::{bracketed, read_trim};
-use crate::collect::os::Roots;
+use super::fs::{bracketed, parse_procfs, read_trim};
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        registry::{Collector, Ctx},
+    },
+};
+
+/// The `memory` section. The base page is the running kernel's, or in a recorded tree the
+/// page size of mariadbd's mappings (the `process` section, registered before it).
+pub(super) struct Memory;
+
+impl Collector for Memory {
+    const NAME: &'static str = "memory";
+    type Baseline = ();
+    type Output = MemoryFacts;
+
+    fn collect(
+        &self,
+        ctx: &Ctx,
+        _: Option<()>,
+        so_far: &OsFacts,
+    ) -> Result<MemoryFacts, CollectError> {
+        let base_page = if ctx.roots.is_live() {
+            Some(rustix::param::page_size() as u64)
+        } else {
+            so_far
+                .process
+                .as_ref()
+                .ok()
+                .and_then(|p| p.kernel_page_sizes.first().copied())
+        };
+        collect(ctx.roots, base_page)
+    }
+
+    fn store(facts: &mut OsFacts, section: Gathered<MemoryFacts>) {
+        facts.memory = section;
+    }
+}
 
 /// `base_page`: the base page size when known (live: the running kernel's; a tree: the
 /// mariadbd mappings' `KernelPageSize`).
-pub(super) fn collect(r: &Roots, base_page: Option<u64>) -> Result<MemoryFacts, String> {
-    let path = r.proc("meminfo");
-    let m = Meminfo::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub(super) fn collect(r: &Roots, base_page: Option<u64>) -> Result<MemoryFacts, CollectError> {
+    let m: Meminfo = parse_procfs(&r.proc("meminfo"))?;
     let thp = |f: &str| {
         read_trim(&r.sys(format!("kernel/mm/transparent_hugepage/{f}")))
             .ok()

@@ -1,8 +1,9 @@
 //! The Linux collector: procfs, sysfs and perf counters, every file relative to [`Roots`].
-//! Each section is collected on its own; a malformed file loses only that section.
+//! One [`Collector`](super::registry::Collector) per section, listed in [`COLLECTORS`]; a
+//! malformed file loses only its own section.
 
 mod cpu;
-mod fs;
+pub(crate) mod fs;
 mod lparcfg;
 mod memory;
 mod perf;
@@ -10,59 +11,66 @@ mod process;
 mod stat;
 mod topology;
 
-use std::time::{Duration, Instant};
+use std::{
+    any::Any,
+    time::{Duration, Instant},
+};
 
-use powerdiag_rules::{Gathered, OsFacts, PerfCounters};
+use powerdiag_rules::{CollectorRun, OsFacts};
 
-use super::Roots;
+use super::{
+    Found, Roots, ServerProcess,
+    registry::{self, Ctx, Registered},
+};
+use crate::collect::CollectError;
 
-const NOT_LIVE: &str = "unavailable: not the live /proc (reading a recorded tree)";
+pub(crate) use cpu::architecture_of as cpu_architecture_of;
+
+pub(super) const NOT_LIVE: &str = "unavailable: not the live /proc (reading a recorded tree)";
+
+/// The Linux sections, in the order they run: a collector may read the sections above it
+/// (`cpu` the busy share of `cpu_time`, `topology` and `memory` the `process` facts,
+/// `partition` the SMT threads of `cpu`). Adding one: a file with a `Collector` and a line here.
+static COLLECTORS: &[&dyn Registered] = &[
+    &process::Process,
+    &stat::CpuTimes,
+    &cpu::Cpu,
+    &topology::Topo,
+    &memory::Memory,
+    &lparcfg::Partition,
+    &perf::Counters,
+];
 
 /// The first half of a windowed sample.
 #[derive(Debug)]
 pub(super) struct Window {
     roots: Roots,
     started: Instant,
-    process: Result<(u32, String), String>,
-    ticks: Option<stat::Ticks>,
-    lpar: Option<lparcfg::Fields>,
-    spurr_purr: Option<(u64, u64)>,
-    perf: Option<perf::Session>,
+    windowed: bool,
+    process: Result<Found, CollectError>,
+    baselines: Vec<Option<Box<dyn Any + Send>>>,
 }
 
 impl Window {
-    pub(super) fn begin(roots: &Roots, pid_file: Option<&str>, window: Duration) -> Window {
-        let live = roots.is_live();
-        let process = process::find(roots, pid_file);
-        // Opening a counter per thread and event costs ~0.1 ms each: only with a window.
-        let perf = match (&process, live) {
-            (Ok((pid, _)), true) if !window.is_zero() => Some(perf::start(roots, *pid)),
-            _ => None,
-        };
+    pub(super) fn begin(roots: &Roots, target: ServerProcess<'_>, window: Duration) -> Window {
+        let process = super::find::find(roots, target, || process::by_name(roots));
         // No window ("0s"): no first reading, so the shares, dispatches and SPURR/PURR ratio are
         // since boot, as documented. A first reading would make the "window" the few
         // milliseconds the collectors take, where one stolen tick reads as a large steal share.
-        let windowed = live && !window.is_zero();
+        let windowed = roots.is_live() && !window.is_zero();
+        let ctx = Ctx {
+            roots,
+            windowed,
+            window: Duration::ZERO,
+            process: &process,
+        };
+        let baselines = registry::begin(COLLECTORS, &ctx);
         Window {
             roots: roots.clone(),
             started: Instant::now(),
-            ticks: if windowed {
-                stat::read_ticks(roots).ok()
-            } else {
-                None
-            },
-            lpar: if windowed {
-                lparcfg::read_fields(roots).ok().flatten()
-            } else {
-                None
-            },
-            spurr_purr: if windowed {
-                cpu::spurr_purr(roots)
-            } else {
-                None
-            },
+            windowed,
             process,
-            perf,
+            baselines,
         }
     }
 
@@ -74,85 +82,135 @@ impl Window {
         }
     }
 
-    pub(super) fn finish(self, min_window: Duration) -> OsFacts {
-        let live = self.roots.is_live();
-        if live && let Some(rest) = min_window.checked_sub(self.started.elapsed()) {
+    /// Ends the window; every section must start before `budget` has passed from here.
+    pub(super) fn finish(
+        self,
+        min_window: Duration,
+        budget: Duration,
+    ) -> (OsFacts, Vec<CollectorRun>) {
+        if self.roots.is_live()
+            && let Some(rest) = min_window.checked_sub(self.started.elapsed())
+        {
             std::thread::sleep(rest);
         }
-        let window = self.started.elapsed();
-        let secs = window.as_secs_f64();
-        let r = &self.roots;
-
-        let counters = match (self.perf, &self.process) {
-            (Some(s), _) => Gathered::Available(perf::finish(s, window)),
-            (None, _) if !live => Gathered::Unavailable(NOT_LIVE.into()),
-            (None, Ok(_)) if min_window.is_zero() => Gathered::Unavailable(
-                "not collected: the sample window is 0 (--sample-window)".into(),
-            ),
-            (None, Err(why)) => Gathered::Unavailable(format!("no process to count: {why}")),
-            (None, Ok(_)) => Gathered::Available(PerfCounters::default()),
+        let deadline = Instant::now() + budget;
+        let ctx = Ctx {
+            roots: &self.roots,
+            windowed: self.windowed,
+            window: self.started.elapsed(),
+            process: &self.process,
         };
-        let process = match &self.process {
-            Ok((pid, by)) => process::collect(r, *pid, by),
-            Err(why) => Err(why.clone()),
-        };
-        let affinity: Option<Vec<u32>> = process
-            .as_ref()
-            .ok()
-            .and_then(|p| p.affinity.as_deref())
-            .and_then(|a| fs::parse_cpu_list(a).ok());
-        let base_page = if live {
-            Some(rustix::param::page_size() as u64)
-        } else {
-            process
-                .as_ref()
-                .ok()
-                .and_then(|p| p.kernel_page_sizes.first().copied())
-        };
-        let cpu_time = stat::read_ticks(r).map(|now| stat::shares(self.ticks, now, secs));
-        let mut cpu = cpu::collect(r);
-        if let (Ok(c), Ok(t)) = (&mut cpu, &cpu_time) {
-            c.busy_share = t.busy_share;
-        }
-        // POWER: effective frequency = ΔSPURR/ΔPURR × nominal (as powerpc-utils' lparstat -E).
-        if let Ok(c) = &mut cpu
-            && let Some(nominal) = c.nominal_mhz
-            && let Some(now) = cpu::spurr_purr(r)
-            && let Some((ratio, windowed)) = cpu::spurr_ratio(self.spurr_purr, now)
-        {
-            c.effective_mhz = Some(ratio * nominal);
-            c.effective_source = Some(if windowed {
-                format!("SPURR/PURR over {secs:.2} s")
-            } else {
-                "SPURR/PURR since boot".into()
-            });
-        }
-        let partition = lparcfg::read_fields(r).map(|now| {
-            now.map(|now| {
-                let mut p = lparcfg::facts(&now, self.lpar.as_ref(), secs);
-                p.far_dispatches = lparcfg::far_dispatches(r);
-                if let Ok(c) = &cpu {
-                    p.smt_threads = c.threads_per_core;
-                }
-                p
-            })
-        });
-        OsFacts {
-            source: r.describe(),
-            topology: gathered(topology::collect(r, affinity.as_deref())),
-            memory: gathered(memory::collect(r, base_page)),
-            process: gathered(process),
-            cpu_time: gathered(cpu_time),
-            partition: gathered(partition),
-            cpu: gathered(cpu),
-            counters,
-        }
+        let mut facts = OsFacts::unavailable(&self.roots.describe(), "not collected");
+        let runs = registry::finish(
+            COLLECTORS,
+            &ctx,
+            self.baselines,
+            &mut facts,
+            deadline,
+            budget,
+        );
+        (facts, runs)
     }
 }
 
-fn gathered<T>(r: Result<T, String>) -> Gathered<T> {
-    match r {
-        Ok(v) => Gathered::Available(v),
-        Err(e) => Gathered::Unavailable(e),
+#[cfg(test)]
+mod tests {
+    use std::{path::Path, sync::mpsc, time::Duration};
+
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn fifo(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+
+    /// Collects a tree on another thread: a hang fails the test instead of wedging it.
+    fn collect(tree: &Path) -> (OsFacts, Vec<CollectorRun>) {
+        let roots = Roots::tree(tree);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let w = Window::begin(&roots, ServerProcess::Unknown, Duration::ZERO);
+            let _ = tx.send(w.finish(Duration::ZERO, Duration::from_secs(30)));
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("collecting a hostile tree hung")
+    }
+
+    /// Issue 16, item 8: a directory in place of cpuinfo made the procfs crate's line reader
+    /// spin at 100% CPU; FIFOs in place of stat and meminfo blocked forever; a sparse 1 GB
+    /// node/online cost gigabytes and was quoted into the report; an empty status surfaced as
+    /// "Internal error: bug at ...procfs-core...".
+    #[test]
+    fn hostile_trees_end_with_a_reason_per_section() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path();
+        std::fs::create_dir_all(t.join("proc/cpuinfo")).unwrap();
+        fifo(t, "proc/stat");
+        fifo(t, "proc/meminfo");
+        write(t, "proc/77/comm", "mariadbd\n");
+        write(t, "proc/77/status", "");
+        write(t, "sys/devices/system/cpu/online", "0-1\n");
+        let sparse = std::fs::File::create({
+            std::fs::create_dir_all(t.join("sys/devices/system/node")).unwrap();
+            t.join("sys/devices/system/node/online")
+        })
+        .unwrap();
+        sparse.set_len(1 << 30).unwrap();
+
+        let (facts, runs) = collect(t);
+        let why = |g: Result<(), &str>| g.unwrap_err().to_owned();
+        let cpu = why(facts.cpu.as_ref().map(drop));
+        assert!(
+            cpu.ends_with("cpuinfo is a directory, not a regular file; refusing to read it"),
+            "{cpu}"
+        );
+        let stat = why(facts.cpu_time.as_ref().map(drop));
+        assert!(
+            stat.ends_with("stat is a FIFO, not a regular file; refusing to read it"),
+            "{stat}"
+        );
+        let mem = why(facts.memory.as_ref().map(drop));
+        assert!(mem.contains("meminfo is a FIFO"), "{mem}");
+        let topo = facts
+            .topology
+            .as_ref()
+            .unwrap()
+            .numa_unread
+            .clone()
+            .unwrap();
+        assert!(topo.contains("node/online is larger than"), "{topo}");
+        assert!(topo.len() < 300, "{topo}");
+        let process = why(facts.process.as_ref().map(drop));
+        assert!(
+            process.ends_with("77/status: truncated or malformed: a required field is missing"),
+            "{process}"
+        );
+        // Each failed section is its own failed run; counters are not collected from a tree.
+        let failed: Vec<&str> = runs
+            .iter()
+            .filter(|r| !r.success)
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(failed, ["process", "cpu_time", "cpu", "memory"]);
+        assert!(!runs.iter().any(|r| r.name == "counters"));
+        let all = format!("{facts:?}");
+        assert!(
+            !all.contains("Internal error") && !all.contains("bug at"),
+            "{all}"
+        );
     }
 }

@@ -6,10 +6,52 @@ use perf_event::{
     Builder, Counter,
     events::{Cache, CacheOp, CacheResult, Event, Hardware, Software, WhichCache},
 };
-use powerdiag_rules::{PerfCounters, PerfEvent};
+use powerdiag_rules::{Gathered, OsFacts, PerfCounters, PerfEvent};
 
 use super::fs::read_trim;
-use crate::collect::os::Roots;
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        registry::{Collector, Ctx},
+    },
+};
+
+/// The `counters` section: perf events on mariadbd's threads over the window. Not collected
+/// (and no failed run) on a recorded tree, without a window, or without a process to count.
+pub(super) struct Counters;
+
+impl Collector for Counters {
+    const NAME: &'static str = "counters";
+    type Baseline = Session;
+    type Output = PerfCounters;
+
+    fn begin(&self, ctx: &Ctx) -> Option<Session> {
+        // Opening a counter per thread and event costs ~0.1 ms each: only with a window.
+        let found = ctx.process.as_ref().ok()?;
+        ctx.roots.is_live().then(|| start(ctx.roots, found.pid))
+    }
+
+    fn collect(
+        &self,
+        ctx: &Ctx,
+        baseline: Option<Session>,
+        _: &OsFacts,
+    ) -> Result<PerfCounters, CollectError> {
+        match (baseline, ctx.process) {
+            (Some(s), _) => Ok(finish(s, ctx.window)),
+            (None, _) if !ctx.roots.is_live() => Err(CollectError::skipped(super::NOT_LIVE)),
+            (None, Err(why)) => Err(CollectError::skipped(format!("no process to count: {why}"))),
+            (None, Ok(_)) => Err(CollectError::skipped(
+                "not collected: the sample window is 0 (--sample-window)",
+            )),
+        }
+    }
+
+    fn store(facts: &mut OsFacts, section: Gathered<PerfCounters>) {
+        facts.counters = section;
+    }
+}
 
 /// Open counters at most (threads × events); keeps well under the default 1024 file limit.
 const MAX_FDS: usize = 512;

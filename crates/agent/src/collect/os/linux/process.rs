@@ -3,35 +3,42 @@
 
 use std::collections::BTreeSet;
 
-use powerdiag_rules::{Allocator, ProcessFacts};
-use procfs::{FromRead, process::Process};
+use powerdiag_rules::{Allocator, Gathered, OsFacts, ProcessFacts};
+use procfs::process::Status;
 
-use super::fs::{format_cpu_list, read, read_trim};
-use crate::collect::os::Roots;
+use super::fs::{MAX_STREAM, format_cpu_list, open, parse_procfs, read, read_trim};
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        find::NAMES,
+        registry::{Collector, Ctx},
+    },
+};
 
-/// Process names of a MariaDB (or MySQL) server.
-const NAMES: [&str; 2] = ["mariadbd", "mysqld"];
+/// The `process` section: mariadbd, found once by the registry (`os::find`).
+pub(super) struct Process;
 
-/// Finds mariadbd: the pid in `pid_file` (read under rootfs), else the one process named
-/// mariadbd/mysqld (by comm, or by argv[0] when it runs through a loader or wrapper).
-pub(super) fn find(r: &Roots, pid_file: Option<&str>) -> Result<(u32, String), String> {
-    if let Some(pf) = pid_file.filter(|p| !p.is_empty()) {
-        let path = r.root(pf);
-        match read_trim(&path).map(|s| s.parse::<u32>()) {
-            Ok(Ok(pid)) if r.proc(pid.to_string()).is_dir() => return Ok((pid, "pid_file".into())),
-            Ok(Ok(pid)) => {
-                return Err(format!(
-                    "the server's pid file {} names pid {pid}, which is not running",
-                    path.display()
-                ));
-            }
-            Ok(Err(_)) => return Err(format!("{}: not a pid", path.display())),
-            Err(_) => {} // not readable (permissions, another mount namespace): fall back to names
-        }
+impl Collector for Process {
+    const NAME: &'static str = "process";
+    type Baseline = ();
+    type Output = ProcessFacts;
+
+    fn collect(&self, ctx: &Ctx, _: Option<()>, _: &OsFacts) -> Result<ProcessFacts, CollectError> {
+        let found = ctx.process.as_ref().map_err(Clone::clone)?;
+        collect(ctx.roots, found.pid, found.by)
     }
+
+    fn store(facts: &mut OsFacts, section: Gathered<ProcessFacts>) {
+        facts.process = section;
+    }
+}
+
+/// The pids of the processes named mariadbd/mysqld (by comm, or by argv[0] when the server
+/// runs through a loader or wrapper), for `os::find`.
+pub(super) fn by_name(r: &Roots) -> Result<Vec<u32>, CollectError> {
     let mut found = Vec::new();
-    let entries =
-        std::fs::read_dir(&r.procfs).map_err(|e| format!("{}: {e}", r.procfs.display()))?;
+    let entries = std::fs::read_dir(&r.procfs).map_err(|e| CollectError::io(&r.procfs, &e))?;
     for e in entries.filter_map(Result::ok) {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
@@ -42,19 +49,7 @@ pub(super) fn find(r: &Roots, pid_file: Option<&str>) -> Result<(u32, String), S
             found.push(pid);
         }
     }
-    found.sort_unstable();
-    match found.as_slice() {
-        [] => Err("no mariadbd or mysqld process on this host".into()),
-        [pid] => Ok((*pid, "process name".into())),
-        many => Err(format!(
-            "{} mariadbd processes ({}); connect powerdiag to the server to pick one by its pid_file",
-            many.len(),
-            many.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
+    Ok(found)
 }
 
 /// The first `n` lines of a reader (the head of a recorded smaps).
@@ -134,12 +129,9 @@ fn server_in_cmdline(path: &std::path::Path) -> Option<String> {
     None
 }
 
-pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFacts, String> {
+pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFacts, CollectError> {
     let dir = r.proc(pid.to_string());
-    let p = Process::new_with_root(dir.clone()).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let status = p
-        .status()
-        .map_err(|e| format!("{}/status: {e}", dir.display()))?;
+    let status: Status = parse_procfs(&dir.join("status"))?;
     let mut f = ProcessFacts {
         pid,
         name: status.name.clone(),
@@ -172,7 +164,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     // Huge pages. smaps and smaps_rollup make the kernel walk the process's page tables
     // (7.6 ms for a 400 MB mariadbd on this VM, growing with its size), so ask the free
     // system-wide counters first: no huge pages anywhere means none in mariadbd either.
-    let system = procfs::Meminfo::from_file(r.proc("meminfo")).ok();
+    let system = parse_procfs::<procfs::Meminfo>(&r.proc("meminfo")).ok();
     let hugetlb_used = system
         .as_ref()
         .and_then(|m| Some(m.hugepages_total?.saturating_sub(m.hugepages_free?)))
@@ -181,7 +173,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     let mut hugetlb_bytes = 0;
     if thp_in_use == 0 && hugetlb_used == 0 {
         f.anon_huge_bytes = Some(0);
-    } else if let Ok(file) = std::fs::File::open(dir.join("smaps_rollup")) {
+    } else if let Ok(file) = open(&dir.join("smaps_rollup"), MAX_STREAM) {
         let m = scan_smaps(std::io::BufReader::new(file));
         f.anon_huge_bytes = Some(m.anon_huge_bytes);
         hugetlb_bytes = m.hugetlb_bytes;
@@ -191,14 +183,12 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     let base = if r.is_live() {
         Some(rustix::param::page_size() as u64)
     } else {
-        std::fs::File::open(dir.join("smaps"))
-            .ok()
-            .and_then(|file| {
-                scan_smaps(std::io::BufReader::new(file).take_lines(64))
-                    .kernel_page_sizes
-                    .first()
-                    .copied()
-            })
+        open(&dir.join("smaps"), MAX_STREAM).ok().and_then(|file| {
+            scan_smaps(std::io::BufReader::new(file).take_lines(64))
+                .kernel_page_sizes
+                .first()
+                .copied()
+        })
     };
     f.kernel_page_sizes = base.into_iter().collect();
     if hugetlb_bytes > 0
@@ -209,7 +199,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     f.mmu_page_sizes = f.kernel_page_sizes.clone();
 
     // The allocator from the mapped libraries (maps costs no page walk).
-    if let Ok(file) = std::fs::File::open(dir.join("maps")) {
+    if let Ok(file) = open(&dir.join("maps"), MAX_STREAM) {
         let m = scan_smaps(std::io::BufReader::new(file));
         let find = |needle: &str| m.libraries.iter().find(|l| l.starts_with(needle)).cloned();
         let (alloc, lib) = if let Some(l) = find("libjemalloc") {

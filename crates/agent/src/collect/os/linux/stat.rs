@@ -1,9 +1,41 @@
 //! `/proc/stat`: CPU time shares (steal, busy) over the window, or since boot for a tree.
 
-use powerdiag_rules::CpuTime;
+use powerdiag_rules::{CpuTime, Gathered, OsFacts};
 
 use super::fs::read;
-use crate::collect::os::Roots;
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        registry::{Collector, Ctx},
+    },
+};
+
+/// The `cpu_time` section: steal and busy shares over the window (since boot without one).
+pub(super) struct CpuTimes;
+
+impl Collector for CpuTimes {
+    const NAME: &'static str = "cpu_time";
+    type Baseline = Ticks;
+    type Output = CpuTime;
+
+    fn begin(&self, ctx: &Ctx) -> Option<Ticks> {
+        read_ticks(ctx.roots).ok()
+    }
+
+    fn collect(
+        &self,
+        ctx: &Ctx,
+        baseline: Option<Ticks>,
+        _: &OsFacts,
+    ) -> Result<CpuTime, CollectError> {
+        read_ticks(ctx.roots).map(|now| shares(baseline, now, ctx.window.as_secs_f64()))
+    }
+
+    fn store(facts: &mut OsFacts, section: Gathered<CpuTime>) {
+        facts.cpu_time = section;
+    }
+}
 
 /// Aggregate CPU ticks from the `cpu` line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -13,10 +45,10 @@ pub(super) struct Ticks {
     steal: u64,
 }
 
-pub(super) fn read_ticks(r: &Roots) -> Result<Ticks, String> {
+pub(super) fn read_ticks(r: &Roots) -> Result<Ticks, CollectError> {
     let path = r.proc("stat");
     parse(&read(&path)?)
-        .ok_or_else(|| format!("{}: no well-formed aggregate `cpu` line", path.display()))
+        .ok_or_else(|| CollectError::parse(&path, "no well-formed aggregate `cpu` line"))
 }
 
 /// Parses the first `cpu ` line: user nice system idle iowait irq softirq steal [guest guest_nice].

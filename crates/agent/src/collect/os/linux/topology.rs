@@ -2,13 +2,48 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use powerdiag_rules::{Cache, NumaNode, Topology};
+use powerdiag_rules::{Cache, Gathered, NumaNode, OsFacts, Topology};
 
 use super::fs::{format_cpu_list, parse_cpu_list, parse_cpu_mask, parse_size, read, read_trim};
-use crate::collect::os::Roots;
+use crate::collect::{
+    CollectError,
+    os::{
+        Roots,
+        registry::{Collector, Ctx},
+    },
+};
+
+/// The `topology` section: caches and NUMA nodes; the L3 total over mariadbd's CPUs (its
+/// affinity, from the `process` section registered before it).
+pub(super) struct Topo;
+
+impl Collector for Topo {
+    const NAME: &'static str = "topology";
+    type Baseline = ();
+    type Output = Topology;
+
+    fn collect(
+        &self,
+        ctx: &Ctx,
+        _: Option<()>,
+        so_far: &OsFacts,
+    ) -> Result<Topology, CollectError> {
+        let affinity: Option<Vec<u32>> = so_far
+            .process
+            .as_ref()
+            .ok()
+            .and_then(|p| p.affinity.as_deref())
+            .and_then(|a| parse_cpu_list(a).ok());
+        collect(ctx.roots, affinity.as_deref())
+    }
+
+    fn store(facts: &mut OsFacts, section: Gathered<Topology>) {
+        facts.topology = section;
+    }
+}
 
 /// `allowed`: the CPUs mariadbd may run on (its affinity), for the L3 total.
-pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, String> {
+pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, CollectError> {
     let online = online_cpus(r)?;
     let mut caches: BTreeMap<(u32, String, String), u64> = BTreeMap::new();
     // Per cache index, the CPUs already covered by a cache seen on another CPU: a shared cache
@@ -107,13 +142,14 @@ pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, St
 }
 
 /// The online CPUs: `cpu/online`, else the `cpuN` directories (trees recorded without it).
-pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, String> {
+pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, CollectError> {
     let base = r.sys("devices/system/cpu");
-    if let Ok(list) = read_trim(&base.join("online")) {
-        return parse_cpu_list(&list);
+    let online = base.join("online");
+    if let Ok(list) = read_trim(&online) {
+        return parse_cpu_list(&list).map_err(|e| CollectError::parse(&online, e));
     }
     let mut ids: Vec<u32> = std::fs::read_dir(&base)
-        .map_err(|e| format!("{}: {e}", base.display()))?
+        .map_err(|e| CollectError::io(&base, &e))?
         .filter_map(Result::ok)
         .filter_map(|e| {
             e.file_name()
@@ -125,9 +161,9 @@ pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, String> {
         .collect();
     ids.sort_unstable();
     if ids.is_empty() {
-        return Err(format!(
-            "{}: no online list and no cpuN directories",
-            base.display()
+        return Err(CollectError::parse(
+            &base,
+            "no online list and no cpuN directories",
         ));
     }
     Ok(ids)
@@ -136,10 +172,15 @@ pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, String> {
 /// The NUMA nodes, and why there are none when a recorded tree has no node data. Nodes are
 /// listed by `node/online`, else by the `nodeN` directories (trees recorded without it); a
 /// node's CPUs come from `cpulist`, else from the `cpumap` mask (older kernels).
-fn numa(r: &Roots) -> Result<(Vec<NumaNode>, Option<String>), String> {
+fn numa(r: &Roots) -> Result<(Vec<NumaNode>, Option<String>), CollectError> {
     let base = r.sys("devices/system/node");
-    let ids: Vec<u32> = match read_trim(&base.join("online")) {
-        Ok(online) => parse_cpu_list(&online)?,
+    let online_path = base.join("online");
+    let ids: Vec<u32> = match read_trim(&online_path) {
+        Ok(online) => parse_cpu_list(&online).map_err(|e| CollectError::parse(&online_path, e))?,
+        // There but unreadable (too large, not a regular file): say so, guess nothing.
+        Err(e) if !matches!(e, CollectError::NotFound { .. }) => {
+            return Ok((Vec::new(), Some(e.to_string())));
+        }
         Err(_) => {
             let mut ids: Vec<u32> = std::fs::read_dir(&base)
                 .map(|d| {

@@ -413,6 +413,23 @@ fn failed_calls_lose_only_their_own_facts() {
     );
     assert!(o.topology.as_ref().unwrap_err().starts_with("unavailable"));
     assert!(o.counters.as_ref().unwrap_err().starts_with("unavailable"));
+    // One run per section that failed or worked; none for the sections AIX does not read yet.
+    let runs = runs(&o, 0.25);
+    let names: Vec<(&str, bool)> = runs.iter().map(|r| (r.name.as_str(), r.success)).collect();
+    assert_eq!(
+        names,
+        [
+            ("process", false),
+            ("cpu_time", false),
+            ("cpu", false),
+            ("memory", false),
+            ("partition", false)
+        ]
+    );
+    assert_eq!(
+        runs[0].error.as_deref(),
+        Some("no mariadbd or mysqld process on this host")
+    );
 
     // Only partition_total worked: CPU facts without a nominal frequency.
     let mut t = total(mask::LPAR_ENABLED | mask::SMT_ENABLED);
