@@ -119,6 +119,7 @@ fn pd101_fails(report: &Value) -> bool {
 
 #[test]
 fn unloaded_hidden_table_statistics_are_never_zero_bytes() {
+    let _lock = crate::support::evict_lock();
     let server = Server::get("evict");
     block_on(prepare(&server));
     let root = server.root_url();

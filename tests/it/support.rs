@@ -225,6 +225,14 @@ pub(crate) fn harness_script(script: &str, args: &[&str]) {
 }
 
 /// The 11.8 server's vector cache is changed by one test and read by others: one at a time.
+/// The `evict` 11.8 server is restarted by `evicted_stats` and has its globals changed by
+/// `session_guard`: one test at a time.
+pub(crate) fn evict_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub(crate) fn m118_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock()

@@ -66,14 +66,38 @@ impl Session {
             Endpoint::Tcp { host, .. } => host.clone(),
         };
         let account = format!("{}@{}", sql_str(&c.user), sql_str(&host));
-        Ok(Session {
+        let version = conn.server_version();
+        let mut s = Session {
             conn: Some(conn),
             timeout,
             target,
             account,
             statements: 0,
             guarded: None,
-        })
+        };
+        s.guard(version).await;
+        Ok(s)
+    }
+
+    /// The session's guards, before any other statement (a `SET GLOBAL max_statement_time`
+    /// of 1 ms would otherwise stop the first read): the server itself stops a statement that
+    /// runs too long, nothing this session runs can write, and the SQL mode is the default
+    /// one, so the statements and string literals powerdiag writes mean the same on every
+    /// server (`NO_BACKSLASH_ESCAPES` and `ANSI_QUOTES` change how literals parse). On a server
+    /// without `max_statement_time` (MySQL) the statement fails and `guarded` stays `None`:
+    /// the server collector then sets what that server has.
+    async fn guard(&mut self, (major, minor, _): (u16, u16, u16)) {
+        // MariaDB 11.1 renamed tx_read_only (the handshake's version is MariaDB's own).
+        let ro = if (major, minor) >= (11, 1) {
+            "transaction_read_only"
+        } else {
+            "tx_read_only"
+        };
+        let secs = self.timeout.as_secs_f64().max(1.0);
+        let sql = format!("SET SESSION max_statement_time = {secs}, {ro} = 1, sql_mode = ''");
+        if self.exec(&sql).await.is_ok() {
+            self.guarded = Some(self.timeout);
+        }
     }
 
     /// Runs a text-protocol query and returns its rows.
@@ -184,9 +208,10 @@ pub(crate) fn col_secs_us(row: &Row, i: usize) -> u64 {
         .unwrap_or(0)
 }
 
-/// A SQL string literal.
+/// A SQL string literal, escaped by the driver for the session's SQL mode: the guard
+/// ([`Session::guard`]) sets the default mode, where backslashes escape.
 pub(crate) fn sql_str(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+    Value::from(s).as_sql(false)
 }
 
 /// A quoted identifier.
@@ -328,7 +353,7 @@ mod tests {
 
     #[test]
     fn quoting() {
-        assert_eq!(sql_str("a'b\\c"), "'a''b\\\\c'");
+        assert_eq!(sql_str("a'b\\c"), "'a\\'b\\\\c'");
         assert_eq!(ident("we`ird"), "`we``ird`");
         assert_eq!(human(Duration::from_secs(5)), "5 s");
         assert_eq!(human(Duration::from_millis(1500)), "1.5 s");
