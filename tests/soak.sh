@@ -32,12 +32,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat >"$work/agent.toml" <<'EOF'
-[sample]
-interval = "2s"
-timeout = "1s"
-window = "200ms"
-EOF
+# The shipped configuration, as installed: a shorter window or timeout would hide a sample
+# that cannot fit its budget (issue 16: a hung server kept reading as up).
+cp "$ROOT/deploy/systemd/agent.toml" "$work/agent.toml"
 listen=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" \
     "$BIN" agent --web.listen-address "$listen" --config.file "$work/agent.toml" --log.level warn \

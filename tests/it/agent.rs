@@ -127,7 +127,7 @@ fn serves_metrics_snapshot_and_health() {
     for needle in [
         "powerdiag_up 1",
         "powerdiag_collector_success{collector=\"mariadb\"} 1",
-        "powerdiag_collector_duration_seconds{collector=\"os\"}",
+        "powerdiag_collector_duration_seconds{collector=\"cpu\"}",
         "powerdiag_check{code=\"PD204\",name=\"performance-schema-off\",severity=\"info\",status=\"",
         "powerdiag_sample_age_seconds",
         "powerdiag_mariadb_questions_total",
@@ -359,7 +359,7 @@ fn survives_a_server_that_is_down_comes_back_and_hangs() {
         "{body}"
     );
     assert!(
-        body.contains("powerdiag_collector_success{collector=\"os\"} 1"),
+        body.contains("powerdiag_collector_success{collector=\"cpu\"} 1"),
         "host collectors still report:\n{body}"
     );
 

@@ -119,7 +119,14 @@ fn prometheus_sees_pd101_failing_for_the_instance() {
         .iter()
         .filter_map(|r| r["metric"]["collector"].as_str())
         .collect();
-    for c in ["host", "mariadb", "mariadb_vector_indexes", "os"] {
+    for c in [
+        "host",
+        "mariadb",
+        "mariadb_vector_indexes",
+        "cpu",
+        "memory",
+        "cpu_time",
+    ] {
         assert!(names.contains(&c), "collector {c} missing from {names:?}");
     }
     let graph = query(

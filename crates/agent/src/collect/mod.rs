@@ -110,8 +110,9 @@ async fn os_finish(window: os::Window, opts: &CollectOptions) -> (OsFacts, Vec<C
     let budget = opts.mariadb.timeout;
     let min_window = opts.sample_window;
     let task = tokio::task::spawn_blocking(move || os::finish(window, min_window, budget));
-    // The registry stops starting sections at the budget: a little more for the one running.
-    let grace = budget.saturating_add(budget / 2);
+    // The registry stops starting sections at the budget; a section still running then is
+    // abandoned at the same bound, so the sample's worst case stays timeout + window + OS.
+    let grace = budget;
     let why = match tokio::time::timeout(grace, task).await {
         Ok(Ok(done)) => return done,
         Ok(Err(e)) => CollectError::Other(format!("the OS collectors failed: {e}")),

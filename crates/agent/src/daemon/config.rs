@@ -185,6 +185,22 @@ impl Config {
                 humantime::format_duration(c.sample.interval)
             )));
         }
+        // A sample against a hung server spends the timeout (connect, or the kept connection's
+        // first statement), then the OS window: both must fit the sample's budget (the
+        // interval less 100 ms), or the sample is abandoned and the server never reads as down.
+        let needed = c
+            .sample
+            .timeout
+            .saturating_add(c.sample.window)
+            .saturating_add(Duration::from_millis(100));
+        if needed > c.sample.interval {
+            return Err(err(format!(
+                "sample.timeout ({}) + sample.window ({}) + 100ms must fit in sample.interval ({}): a sample against a hung server takes that long; raise the interval or lower the timeout or window",
+                humantime::format_duration(c.sample.timeout),
+                humantime::format_duration(c.sample.window),
+                humantime::format_duration(c.sample.interval)
+            )));
+        }
         if c.sample.window >= c.sample.interval {
             return Err(err(
                 "sample.window must be shorter than sample.interval".into()
@@ -263,6 +279,12 @@ mod tests {
             (
                 "[sample]\ninterval = \"10s\"\ntimeout = \"10s\"\n",
                 "samples pile up",
+            ),
+            // Issue 16: with the default 1 s window a hung server's sample could not finish in
+            // its budget, so the agent went on serving `mariadb_up 1`.
+            (
+                "[sample]\ninterval = \"2s\"\ntimeout = \"1s\"\n",
+                "+ 100ms must fit in sample.interval (2s)",
             ),
             ("[rules]\ndisabled = [\"PD999\"]\n", "PD999"),
             (

@@ -6,7 +6,9 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use powerdiag_rules::{Report, Snapshot, evaluate_with};
+use powerdiag_rules::{
+    CollectorRun, DbError, DbErrorKind, Gathered, Report, Snapshot, evaluate_with,
+};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -100,54 +102,58 @@ pub async fn run(
             () = cancel.cancelled() => return,
             r = tokio::time::timeout(budget, collect::collect(&opts, &NoProgress)) => r,
         };
-        match collected {
+        let (snapshot, sql_statements) = match collected {
             Ok((snapshot, stats)) => {
                 if probe_due {
                     last_probe = Some(Instant::now());
                 }
-                seq += 1;
-                let report = evaluate_with(&snapshot, &cfg.rules.settings);
-                let duration = started.elapsed();
-                let encoded = metrics::encode_sample(
-                    &snapshot,
-                    &report,
-                    &cfg.rules.settings,
-                    taken_at,
-                    duration,
-                    stats.sql_statements,
-                );
-                let mariadb = if snapshot.mariadb.reachable {
-                    "up"
-                } else {
-                    "down"
-                };
-                tracing::debug!(
-                    seq,
-                    duration_ms = duration.as_millis() as u64,
-                    mariadb,
-                    "sample"
-                );
-                if let Some(e) = &snapshot.mariadb.error {
-                    tracing::warn!(mariadb = snapshot.mariadb.target.as_deref().unwrap_or("?"), error = %e.message, "MariaDB unavailable");
-                }
-                let encoded_text = metrics::to_prometheus_text(&encoded);
-                let sample = Sample {
-                    snapshot,
-                    report,
-                    taken_at,
-                    duration,
-                    sql_statements: stats.sql_statements,
-                    seq,
-                    encoded,
-                    encoded_text,
-                };
-                tx.send_replace(Some(Arc::new(sample)));
+                (snapshot, stats.sql_statements)
             }
-            Err(_) => tracing::warn!(
-                budget_s = budget.as_secs_f64(),
-                "sample did not finish in time; serving the previous one"
-            ),
+            Err(_) => {
+                tracing::warn!(
+                    budget_s = budget.as_secs_f64(),
+                    "sample did not finish in time; publishing it as failed"
+                );
+                (overrun(&opts, budget), 0)
+            }
+        };
+        seq += 1;
+        let report = evaluate_with(&snapshot, &cfg.rules.settings);
+        let duration = started.elapsed();
+        let encoded = metrics::encode_sample(
+            &snapshot,
+            &report,
+            &cfg.rules.settings,
+            taken_at,
+            duration,
+            sql_statements,
+        );
+        let mariadb = if snapshot.mariadb.reachable {
+            "up"
+        } else {
+            "down"
+        };
+        tracing::debug!(
+            seq,
+            duration_ms = duration.as_millis() as u64,
+            mariadb,
+            "sample"
+        );
+        if let Some(e) = &snapshot.mariadb.error {
+            tracing::warn!(mariadb = snapshot.mariadb.target.as_deref().unwrap_or("?"), error = %e.message, "MariaDB unavailable");
         }
+        let encoded_text = metrics::to_prometheus_text(&encoded);
+        let sample = Sample {
+            snapshot,
+            report,
+            taken_at,
+            duration,
+            sql_statements,
+            seq,
+            encoded,
+            encoded_text,
+        };
+        tx.send_replace(Some(Arc::new(sample)));
         // Next sample one interval after this one started (not after it ended).
         let next = cfg.sample.interval.saturating_sub(started.elapsed());
         tokio::select! {
@@ -156,5 +162,71 @@ pub async fn run(
             // A reloaded configuration takes effect at once.
             r = config.changed() => if r.is_err() { return },
         }
+    }
+}
+
+/// The sample of a collection that overran its budget: nothing it read can be trusted as
+/// current, so it is published as failed — `powerdiag_mariadb_up 0` and a failed `sample`
+/// run — instead of re-serving the previous sample as if the server still answered.
+fn overrun(opts: &CollectOptions, budget: Duration) -> Snapshot {
+    let why = format!(
+        "the sample did not finish within its budget of {} (the interval less 100 ms): the server or a collector is not answering",
+        humantime::format_duration(budget)
+    );
+    let mut s = Snapshot::new(env!("CARGO_PKG_VERSION"));
+    s.taken_at = opts.taken_at.clone();
+    s.host = Gathered::Unavailable(why.clone());
+    s.os = Gathered::Unavailable(why.clone());
+    s.mariadb.target = opts.candidates.first().map(Candidate::display);
+    s.mariadb.reachable = false;
+    s.mariadb.error = Some(DbError {
+        kind: DbErrorKind::Timeout,
+        message: why.clone(),
+        hint: "check that mariadbd answers (`mariadb-admin ping`); if it is only slow, raise [sample] interval".into(),
+    });
+    s.collectors.push(CollectorRun {
+        name: "sample".into(),
+        duration_seconds: budget.as_secs_f64(),
+        success: false,
+        error: Some(why),
+    });
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_overrun_sample_reads_as_down() {
+        let opts = CollectOptions {
+            candidates: Vec::new(),
+            mariadb: MariadbOptions {
+                timeout: Duration::from_secs(1),
+                probe: None,
+                vector_cache: None,
+                reuse: None,
+                statements: None,
+            },
+            taken_at: None,
+            roots: Roots::default(),
+            sample_window: Duration::ZERO,
+        };
+        let s = overrun(&opts, Duration::from_millis(1900));
+        assert!(!s.mariadb.reachable);
+        let report = evaluate_with(&s, &Default::default());
+        let text = metrics::to_prometheus_text(&metrics::encode_sample(
+            &s,
+            &report,
+            &Default::default(),
+            SystemTime::now(),
+            Duration::from_secs(2),
+            0,
+        ));
+        assert!(text.contains("powerdiag_mariadb_up 0"), "{text}");
+        assert!(
+            text.contains("powerdiag_collector_success{collector=\"sample\"} 0"),
+            "{text}"
+        );
     }
 }
