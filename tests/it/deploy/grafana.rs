@@ -136,7 +136,7 @@ fn every_metric_deploy_uses_is_registered_by_the_agent() {
     for m in &used {
         assert!(
             m == "up" || registered.contains(m),
-            "{m} is used by deploy/ but crates/agent/src/daemon/metrics.rs does not register it"
+            "{m} is used by deploy/ but is not in the agent's catalogue (crates/agent/src/daemon/catalogue.rs)"
         );
     }
     for (m, why) in ABSENT_HERE {

@@ -116,23 +116,12 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     names
 }
 
-/// Metric names the agent registers, from its source: `"name"` literals in metrics.rs plus
-/// the per-scrape age; counters get `_total`.
+/// Metric names the agent exports: its catalogue (the encoder can write no other).
 fn registered_names() -> BTreeSet<String> {
-    let src = read(&root().join("crates/agent/src/daemon/metrics.rs"));
-    let mut names = BTreeSet::new();
-    for (i, _) in src.match_indices('"') {
-        let rest = &src[i + 1..];
-        if let Some(end) = rest.find('"') {
-            let lit = &rest[..end];
-            if !lit.is_empty() && lit.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-                names.insert(format!("powerdiag_{lit}"));
-                names.insert(format!("powerdiag_{lit}_total"));
-            }
-        }
-    }
-    names.insert("powerdiag_sample_age_seconds".into());
-    names
+    powerdiag_agent::daemon::catalogue::CATALOGUE
+        .iter()
+        .map(|e| e.name.to_owned())
+        .collect()
 }
 
 /// Metrics the agent registers but cannot export on this test machine, and why. A dashboard

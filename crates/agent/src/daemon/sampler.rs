@@ -10,7 +10,11 @@ use powerdiag_rules::{Report, Snapshot, evaluate_with};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{config::Config, metrics};
+use super::{
+    config::Config,
+    metrics,
+    self_info::{BuildInfo, ProcessStats},
+};
 use crate::collect::{
     self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions,
     mariadb::target::Candidate, os::Roots,
@@ -37,6 +41,7 @@ pub struct Sample {
 pub struct SamplerSetup {
     pub candidates: Vec<Candidate>,
     pub roots: Roots,
+    pub build: BuildInfo,
 }
 
 /// Runs until `cancel`: samples every `config.sample.interval`, publishing into `tx`.
@@ -108,14 +113,16 @@ pub async fn run(
                 seq += 1;
                 let report = evaluate_with(&snapshot, &cfg.rules.settings);
                 let duration = started.elapsed();
-                let encoded = metrics::encode_sample(
-                    &snapshot,
-                    &report,
-                    &cfg.rules.settings,
+                let encoded = metrics::encode_sample(&metrics::SampleMetrics {
+                    snapshot: &snapshot,
+                    report: &report,
+                    settings: &cfg.rules.settings,
                     taken_at,
                     duration,
-                    stats.sql_statements,
-                );
+                    sql_statements: stats.sql_statements,
+                    build: &setup.build,
+                    process: &ProcessStats::read(),
+                });
                 let mariadb = if snapshot.mariadb.reachable {
                     "up"
                 } else {
