@@ -132,7 +132,11 @@ fn hostile_names_neither_forge_series_nor_break_the_scrape() {
 
     // 2. No forged series: PD401 has its one series, and every powerdiag_check series has
     // exactly the declared labels.
-    let pd401 = poll(&prom, "powerdiag_check{code=\"PD401\"}", Duration::from_secs(5));
+    let pd401 = poll(
+        &prom,
+        "powerdiag_check{code=\"PD401\"}",
+        Duration::from_secs(5),
+    );
     assert_eq!(pd401.len(), 1, "PD401 series: {pd401:?}");
     let checks = query(&prom, "powerdiag_check");
     let mut want: BTreeSet<&str> = catalogue::CHECK.labels.into_iter().collect();

@@ -26,8 +26,8 @@ use powerdiag_agent::daemon::{
     self_info::{BuildInfo, ProcessStats},
 };
 use powerdiag_rules::{
-    CpuSeconds, DigestCounters, Gathered, Settings, Snapshot, VectorIndex, evaluate,
-    read_snapshot,
+    CollectorRun, CpuSeconds, DigestCounters, Gathered, Settings, Snapshot, StatusVar, VectorIndex,
+    evaluate, read_snapshot, testing::SnapshotBuilder,
 };
 
 fn root() -> PathBuf {
@@ -48,10 +48,49 @@ fn without_probe(mut s: Snapshot) -> Snapshot {
     s
 }
 
-/// What the recorded examples lack: the agent's statement counters (a running agent's
-/// `[statements]`), the CPU seconds since boot, and names that need escaping.
+/// What the recorded examples (doctor snapshots) lack and a running agent's sample has: the
+/// collector runs, the status counters, the statement counters (`[statements]`), the perf
+/// events' values, the CPU seconds since boot — and names that need escaping.
 fn with_agent_facts(mut s: Snapshot) -> Snapshot {
+    if s.collectors.is_empty() {
+        for (name, secs, ok) in [
+            ("host", 0.0012, true),
+            ("os", 1.0213, true),
+            ("mariadb", 0.0034, true),
+            ("mariadb_vector_indexes", 0.0121, true),
+            ("mariadb_statements", 0.0089, true),
+            ("mariadb_probe", 0.0, false),
+        ] {
+            s.collectors.push(CollectorRun {
+                name: name.into(),
+                duration_seconds: secs,
+                success: ok,
+                error: (!ok).then(|| "the probe is off".into()),
+            });
+        }
+    }
     if let Some(f) = &mut s.mariadb.facts {
+        for (var, v) in [
+            (StatusVar::HandlerReadLast, "1234"),
+            (StatusVar::HandlerReadRnd, "98765"),
+            (StatusVar::InnodbBufferPoolReadRequests, "123456789"),
+            (StatusVar::InnodbBufferPoolReads, "4567"),
+            (StatusVar::Questions, "345678"),
+            (StatusVar::SlowQueries, "12"),
+            (StatusVar::ThreadsConnected, "17"),
+            (StatusVar::ThreadsRunning, "3"),
+            (StatusVar::MemoryUsed, "536870912"),
+            (StatusVar::Uptime, "86400"),
+        ] {
+            f.status.insert(var.name().to_owned(), v.to_owned());
+        }
+        if !matches!(f.statements, Gathered::Available(_)) {
+            let with = SnapshotBuilder::new()
+                .mariadb("11.8.6-MariaDB")
+                .statements(Vec::new(), 0)
+                .build();
+            f.statements = with.mariadb.facts.unwrap().statements;
+        }
         if let Gathered::Available(st) = &mut f.statements {
             st.counters = vec![
                 DigestCounters {
@@ -92,6 +131,14 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
                 table: "t\\\"}".into(),
                 ..first
             });
+        }
+    }
+    if let Gathered::Available(o) = &mut s.os
+        && let Gathered::Available(c) = &mut o.counters
+    {
+        for (e, v) in c.events.iter_mut().zip([987_654_321u64, 4_321]) {
+            e.value = Some(v);
+            e.unavailable = None;
         }
     }
     if let Gathered::Available(o) = &mut s.os

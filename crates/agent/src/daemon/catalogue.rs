@@ -235,7 +235,8 @@ pub fn find(name: &str) -> Option<&'static Entry> {
 
 /// The README's metric table (between its `metrics` markers).
 pub fn markdown() -> String {
-    let mut out = String::from("| metric | type | labels | exported when | help |\n|---|---|---|---|---|\n");
+    let mut out =
+        String::from("| metric | type | labels | exported when | help |\n|---|---|---|---|---|\n");
     for e in CATALOGUE {
         let labels = if e.labels.is_empty() {
             String::new()
@@ -266,8 +267,7 @@ mod tests {
 
     fn valid_name(s: &str) -> bool {
         let mut c = s.chars();
-        c.next()
-            .is_some_and(|f| f.is_ascii_lowercase() || f == '_')
+        c.next().is_some_and(|f| f.is_ascii_lowercase() || f == '_')
             && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     }
 
@@ -288,7 +288,11 @@ mod tests {
                     .strip_suffix("_total")
                     .unwrap_or_else(|| panic!("counter {} must end in _total", e.name)),
                 Kind::Gauge => {
-                    assert!(!e.name.ends_with("_total"), "gauge {} ends in _total", e.name);
+                    assert!(
+                        !e.name.ends_with("_total"),
+                        "gauge {} ends in _total",
+                        e.name
+                    );
                     e.name
                 }
             };
@@ -306,7 +310,11 @@ mod tests {
             }
             let mut labels = BTreeSet::new();
             for l in e.labels {
-                assert!(valid_name(l) && !l.starts_with("__"), "{}: label {l}", e.name);
+                assert!(
+                    valid_name(l) && !l.starts_with("__"),
+                    "{}: label {l}",
+                    e.name
+                );
                 assert!(labels.insert(l), "{}: label {l} twice", e.name);
                 assert!(
                     !["quantile", "le", "job", "instance"].contains(l),
@@ -315,9 +323,7 @@ mod tests {
                 );
             }
             assert!(
-                !e.help.is_empty()
-                    && !e.help.contains(['\n', '\\'])
-                    && !e.help.ends_with('.'),
+                !e.help.is_empty() && !e.help.contains(['\n', '\\']) && !e.help.ends_with('.'),
                 "{}: help is one line, no backslash, no final period (the registry adds it)",
                 e.name
             );
@@ -328,10 +334,17 @@ mod tests {
     fn the_readme_lists_every_metric() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
         let readme = std::fs::read_to_string(path).unwrap();
-        const BEGIN: &str = "<!-- metrics: generated from crates/agent/src/daemon/catalogue.rs -->\n";
+        const BEGIN: &str =
+            "<!-- metrics: generated from crates/agent/src/daemon/catalogue.rs -->\n";
         const END: &str = "<!-- /metrics -->";
-        let start = readme.find(BEGIN).expect("README.md lacks the metrics marker") + BEGIN.len();
-        let end = start + readme[start..].find(END).expect("README.md lacks <!-- /metrics -->");
+        let start = readme
+            .find(BEGIN)
+            .expect("README.md lacks the metrics marker")
+            + BEGIN.len();
+        let end = start
+            + readme[start..]
+                .find(END)
+                .expect("README.md lacks <!-- /metrics -->");
         let table = markdown();
         if readme[start..end] != table {
             if std::env::var_os("UPDATE_README").is_some() {

@@ -45,7 +45,6 @@ pub fn app(state: AppState) -> Router {
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-
 async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Response {
     let openmetrics = headers
         .get(header::ACCEPT)

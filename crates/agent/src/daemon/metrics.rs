@@ -75,20 +75,23 @@ struct Series {
     points: Vec<(LabelSet, f64)>,
 }
 
+impl Series {
+    fn value(&self, e: &mut MetricEncoder<'_>, v: &f64) -> Result<(), std::fmt::Error> {
+        match self.kind {
+            Kind::Gauge => e.encode_gauge(v),
+            Kind::Counter => e.encode_counter::<NoLabelSet, f64, f64>(v, None),
+        }
+    }
+}
+
 impl EncodeMetric for Series {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         for (labels, v) in &self.points {
             // An empty family label set would be written as `{}`.
-            let mut family;
-            let e = if labels.0.is_empty() {
-                &mut encoder
+            if labels.0.is_empty() {
+                self.value(&mut encoder, v)?;
             } else {
-                family = encoder.encode_family(labels)?;
-                &mut family
-            };
-            match self.kind {
-                Kind::Gauge => e.encode_gauge(v)?,
-                Kind::Counter => e.encode_counter::<NoLabelSet, f64, f64>(v, None)?,
+                self.value(&mut encoder.encode_family(labels)?, v)?;
             }
         }
         Ok(())
@@ -190,14 +193,6 @@ pub fn starting() -> String {
     b.finish()
 }
 
-//! The agent's metrics. A fresh prometheus-client registry is filled from each sample in the
-//! sampler and encoded once; a scrape only appends the sample's age to that text.
-//!
-//! Verdicts: `powerdiag_check{code, name, severity, status} 1` — one series per rule whose
-//! `status` label is the current verdict (`fail`, `pass`, `not_applicable`,
-//! `insufficient_data`). An alert on `powerdiag_check{status="fail", severity="critical"} == 1`
-//! names the rule and the host (the `instance` label).
-
 /// Encodes everything a sample says (OpenMetrics text without `# EOF`).
 pub fn encode_sample(m: &SampleMetrics<'_>) -> String {
     let s = m.snapshot;
@@ -279,9 +274,8 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
         f.var_u64(Var::MhnswMaxCacheSize).ok().map(|v| v as f64),
     );
     if let Gathered::Available(v) = &f.vector_indexes {
-        let id = |i: &powerdiag_rules::VectorIndex| {
-            [i.schema.clone(), i.table.clone(), i.index.clone()]
-        };
+        let id =
+            |i: &powerdiag_rules::VectorIndex| [i.schema.clone(), i.table.clone(), i.index.clone()];
         b.add(
             &c::VECTOR_INDEX_GRAPH,
             v.iter()
@@ -372,7 +366,10 @@ fn os(b: &mut Builder, s: &Snapshot) {
             hz(cpu.effective_mhz.or(cpu.current_mhz)),
         );
         b.one(&c::CPU_THREADS, Some(f64::from(cpu.threads)));
-        b.one(&c::CPU_THREADS_PER_CORE, cpu.threads_per_core.map(f64::from));
+        b.one(
+            &c::CPU_THREADS_PER_CORE,
+            cpu.threads_per_core.map(f64::from),
+        );
     }
     if let Ok(t) = o.cpu_time.as_ref() {
         b.one(&c::CPU_STEAL_RATIO, t.steal_share);
@@ -392,10 +389,7 @@ fn os(b: &mut Builder, s: &Snapshot) {
         b.one(&c::LPAR_ONLINE_VCPUS, p.online_vcpus.map(f64::from));
     }
     if let Ok(mem) = o.memory.as_ref() {
-        b.one(
-            &c::MEMORY_BASE_PAGE,
-            mem.base_page_bytes.map(|v| v as f64),
-        );
+        b.one(&c::MEMORY_BASE_PAGE, mem.base_page_bytes.map(|v| v as f64));
         if let Some(thp) = &mem.thp_enabled {
             b.add(
                 &c::THP_INFO,
@@ -462,7 +456,10 @@ fn statements(b: &mut Builder, s: &Snapshot) {
         return;
     };
     let key = |d: &powerdiag_rules::DigestCounters| {
-        [cut(d.schema.as_deref().unwrap_or(""), 64), cut(&d.digest, 64)]
+        [
+            cut(d.schema.as_deref().unwrap_or(""), 64),
+            cut(&d.digest, 64),
+        ]
     };
     let series = |v: fn(&powerdiag_rules::DigestCounters) -> f64| {
         st.counters.iter().map(move |d| (key(d), v(d)))
@@ -477,13 +474,10 @@ fn statements(b: &mut Builder, s: &Snapshot) {
     b.add(&c::STATEMENT_NO_INDEX, series(|d| d.no_index_used as f64));
     b.add(
         &c::STATEMENT_INFO,
-        st.counters
-            .iter()
-            .filter(|d| d.digest != "other")
-            .map(|d| {
-                let [schema, digest] = key(d);
-                ([schema, digest, cut(&d.text, DIGEST_TEXT_LABEL_CHARS)], 1.0)
-            }),
+        st.counters.iter().filter(|d| d.digest != "other").map(|d| {
+            let [schema, digest] = key(d);
+            ([schema, digest, cut(&d.text, DIGEST_TEXT_LABEL_CHARS)], 1.0)
+        }),
     );
 }
 
@@ -695,7 +689,8 @@ mod tests {
     #[test]
     fn every_label_value_is_escaped() {
         let hostile = "x\"} 1\npowerdiag_check{code=\"PD401\",status=\"fail\",s=\"\\";
-        let escaped = "x\\\"} 1\\npowerdiag_check{code=\\\"PD401\\\",status=\\\"fail\\\",s=\\\"\\\\";
+        let escaped =
+            "x\\\"} 1\\npowerdiag_check{code=\\\"PD401\\\",status=\\\"fail\\\",s=\\\"\\\\";
         let mut index = big_vector_index();
         index.schema = hostile.into();
         index.table = hostile.into();
@@ -710,6 +705,7 @@ mod tests {
             }
             if let Gathered::Available(c) = &mut o.counters {
                 c.events[0].name = hostile.into();
+                c.events[0].value = Some(7);
             }
         }
         s.collectors.push(powerdiag_rules::CollectorRun {
@@ -724,7 +720,10 @@ mod tests {
         let mut checks = 0;
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap();
-            assert!(c::find(name).is_some(), "forged or broken line: {line}\n{text}");
+            assert!(
+                c::find(name).is_some(),
+                "forged or broken line: {line}\n{text}"
+            );
             checks += usize::from(name == c::CHECK.name);
         }
         assert_eq!(checks, evaluate(&s).checks.len(), "{text}");

@@ -50,13 +50,10 @@ impl ProcessStats {
         };
         let ticks = procfs::ticks_per_second() as f64;
         let stat = me.stat().ok();
-        let max_fds = me
-            .limits()
-            .ok()
-            .map(|l| match l.max_open_files.soft_limit {
-                LimitValue::Value(v) => v,
-                LimitValue::Unlimited => u64::MAX,
-            });
+        let max_fds = me.limits().ok().map(|l| match l.max_open_files.soft_limit {
+            LimitValue::Value(v) => v,
+            LimitValue::Unlimited => u64::MAX,
+        });
         let boot = procfs::boot_time_secs().ok();
         ProcessStats {
             cpu_seconds: stat
@@ -100,6 +97,9 @@ mod tests {
             .as_secs_f64();
         let start = p.start_time_seconds.unwrap();
         // Started within the last day, not in the future (boot time is whole seconds).
-        assert!(start <= now + 1.0 && start > now - 86_400.0, "{start} vs {now}");
+        assert!(
+            start <= now + 1.0 && start > now - 86_400.0,
+            "{start} vs {now}"
+        );
     }
 }

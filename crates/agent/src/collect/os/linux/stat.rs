@@ -141,7 +141,10 @@ mod tests {
         assert_eq!(seconds(&old, 0), None);
         // Every sample carries them, window or not.
         let w = shares(Some(old), t, 1.0);
-        assert_eq!(w.since_boot_seconds, seconds(&t, rustix::param::clock_ticks_per_second()));
+        assert_eq!(
+            w.since_boot_seconds,
+            seconds(&t, rustix::param::clock_ticks_per_second())
+        );
     }
 
     #[test]
