@@ -74,7 +74,11 @@ fn query_large(p: &crate::prometheus::Prometheus, q: &str) -> Vec<Value> {
         .args(["-fsS", "--max-time", "10", &url])
         .output()
         .expect("curl (tests/harness/setup.sh installs it)");
-    assert!(o.status.success(), "{url}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{url}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     v["data"]["result"].as_array().cloned().unwrap_or_default()
 }
