@@ -235,8 +235,9 @@ pub fn find(name: &str) -> Option<&'static Entry> {
 
 /// The README's metric table (between its `metrics` markers).
 pub fn markdown() -> String {
-    let mut out =
-        String::from("| metric | type | labels | exported when | help |\n|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| metric | type | unit | labels | exported when | help |\n|---|---|---|---|---|---|\n",
+    );
     for e in CATALOGUE {
         let labels = if e.labels.is_empty() {
             String::new()
@@ -248,9 +249,10 @@ pub fn markdown() -> String {
                 .join(", ")
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} |\n",
             e.name,
             e.kind.as_str(),
+            e.unit.unwrap_or(""),
             labels,
             e.when,
             e.help.replace('|', "\\|")
