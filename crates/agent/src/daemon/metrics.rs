@@ -2,7 +2,7 @@
 //! prometheus-client registry; a scrape only appends the sample's age to that text.
 //!
 //! Only metrics of the catalogue (`catalogue.rs`) can be written, with exactly their declared
-//! labels, and every label value goes through [`LabelSet`], which escapes it per the
+//! labels, and every label value goes through `LabelSet`, which escapes it per the
 //! exposition format (`\\`, `\"`, `\n`): outside text (schema, table and index names, digest
 //! text, versions, event names) can never end a label or a line (prometheus-client writes
 //! label values as they are).
