@@ -1,4 +1,5 @@
-//! Build facts for `powerdiag --version`: git revision, build date and target. Outside a git
+//! Build facts for `powerdiag --version` and the agent's `powerdiag_build_info`: git revision,
+//! build date, target and the rustc version. Outside a git
 //! checkout (a source tarball, a crate package) or without git, the revision is "unknown"; the
 //! build honours SOURCE_DATE_EPOCH for reproducible dates.
 use std::process::Command;
@@ -30,6 +31,16 @@ fn main() {
     println!("cargo:rustc-env=POWERDIAG_GIT_REVISION={rev}");
     println!("cargo:rustc-env=POWERDIAG_BUILD_DATE={y:04}-{m:02}-{d:02}");
     println!("cargo:rustc-env=POWERDIAG_TARGET={target}");
+    // `rustc 1.95.0 (hash date)` -> `1.95.0`, from the compiler cargo builds with.
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let rustc_version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned());
+    println!("cargo:rustc-env=POWERDIAG_RUSTC_VERSION={rustc_version}");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     // A new commit changes HEAD or the ref it points at; ask git where they are (a worktree's
     // .git is a file). Outside a checkout there is nothing to watch.

@@ -131,9 +131,37 @@ fn serves_metrics_snapshot_and_health() {
         "powerdiag_check{code=\"PD204\",name=\"performance-schema-off\",severity=\"info\",status=\"",
         "powerdiag_sample_age_seconds",
         "powerdiag_mariadb_questions_total",
+        // The CPU time counters behind the window shares, and the agent's own process.
+        "# TYPE powerdiag_cpu_seconds_total counter",
+        "powerdiag_cpu_seconds_total{mode=\"steal\"}",
+        "powerdiag_cpu_seconds_total{mode=\"idle\"}",
+        "# TYPE process_cpu_seconds_total counter",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
     ] {
         assert!(body.contains(needle), "{needle} missing from\n{body}");
     }
+    // The build: the binary's version, its git revision, target and compiler.
+    let build = body
+        .lines()
+        .find(|l| l.starts_with("powerdiag_build_info{"))
+        .unwrap_or_else(|| panic!("no powerdiag_build_info in\n{body}"));
+    assert_eq!(
+        build,
+        format!(
+            "powerdiag_build_info{{version=\"{}\",revision=\"{}\",target=\"{}\",rustc=\"{}\"}} 1.0",
+            env!("CARGO_PKG_VERSION"),
+            env!("POWERDIAG_GIT_REVISION"),
+            env!("POWERDIAG_TARGET"),
+            env!("POWERDIAG_RUSTC_VERSION")
+        )
+    );
+    assert!(env!("POWERDIAG_RUSTC_VERSION").starts_with("1."));
+    let rss = metric(&body, "process_resident_memory_bytes").unwrap();
+    assert!(rss > 1e6 && rss < 1e9, "agent RSS {rss}");
     assert!(
         !body.contains(&Server::root_password()),
         "no secret in metrics"

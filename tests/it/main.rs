@@ -22,6 +22,7 @@ mod diff_agents;
 mod errors;
 mod evicted_stats;
 mod examples;
+mod label_injection;
 mod linux_fixtures;
 mod live_host;
 mod mariadb1011;

@@ -25,6 +25,12 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
         web_config_file: args.web_config_file.clone(),
         candidates,
         roots: doctor::roots(&args.paths)?,
+        build: daemon::BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            revision: env!("POWERDIAG_GIT_REVISION").to_owned(),
+            target: env!("POWERDIAG_TARGET").to_owned(),
+            rustc: env!("POWERDIAG_RUSTC_VERSION").to_owned(),
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

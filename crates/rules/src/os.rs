@@ -204,6 +204,41 @@ pub struct CpuTime {
     /// Linux: the steal share since boot, beside a window's, for when the window is too short.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_boot_steal_share: Option<f64>,
+    /// Linux: the CPU time of all CPUs since boot per mode, in seconds (`/proc/stat` ticks /
+    /// USER_HZ): the running counters the window shares are differences of, so a metric can
+    /// count all of the time and not only the window. `None` elsewhere or in older snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_boot_seconds: Option<CpuSeconds>,
+}
+
+/// CPU time since boot of all CPUs, per mode, in seconds (the aggregate `cpu` line of
+/// `/proc/stat`; guest time is already inside `user` and `nice`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuSeconds {
+    pub user: f64,
+    pub nice: f64,
+    pub system: f64,
+    pub idle: f64,
+    pub iowait: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub steal: f64,
+}
+
+impl CpuSeconds {
+    /// `(mode, seconds)` in `/proc/stat` order, the mode as node_exporter names it.
+    pub fn modes(&self) -> [(&'static str, f64); 8] {
+        [
+            ("user", self.user),
+            ("nice", self.nice),
+            ("system", self.system),
+            ("idle", self.idle),
+            ("iowait", self.iowait),
+            ("irq", self.irq),
+            ("softirq", self.softirq),
+            ("steal", self.steal),
+        ]
+    }
 }
 
 /// A PowerVM logical partition.

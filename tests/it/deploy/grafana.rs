@@ -136,7 +136,7 @@ fn every_metric_deploy_uses_is_registered_by_the_agent() {
     for m in &used {
         assert!(
             m == "up" || registered.contains(m),
-            "{m} is used by deploy/ but crates/agent/src/daemon/metrics.rs does not register it"
+            "{m} is used by deploy/ but is not in the agent's catalogue (crates/agent/src/daemon/catalogue.rs)"
         );
     }
     for (m, why) in ABSENT_HERE {
@@ -145,6 +145,44 @@ fn every_metric_deploy_uses_is_registered_by_the_agent() {
             "{m} ({why}) is not a metric of the agent"
         );
     }
+    // Every label a selector matches on is one the metric has.
+    let mut exprs: Vec<String> = Vec::new();
+    for p in panels(&dashboard()) {
+        for t in p["targets"].as_array().unwrap() {
+            exprs.push(t["expr"].as_str().unwrap().to_owned());
+        }
+    }
+    for (_, r) in alerts() {
+        exprs.push(r["expr"].as_str().unwrap().to_owned());
+    }
+    let mut matched = 0;
+    for expr in &exprs {
+        for (m, label) in selector_labels(expr) {
+            let Some(entry) = powerdiag_agent::daemon::catalogue::find(&m) else {
+                continue; // `up`, checked above
+            };
+            assert!(
+                entry.labels.contains(&label.as_str()) || TARGET_LABELS.contains(&label.as_str()),
+                "{expr}: {m} has no label {label} (catalogue: {:?})",
+                entry.labels
+            );
+            matched += 1;
+        }
+    }
+    assert!(matched > 20, "{matched}");
+    assert_eq!(
+        selector_labels(
+            "rate(powerdiag_x_total{a=\"1,}\", b!~\"x\"}[5m]) + powerdiag_y{c=\"\\\"\"}"
+        ),
+        [
+            ("powerdiag_x_total", "a"),
+            ("powerdiag_x_total", "b"),
+            ("powerdiag_y", "c")
+        ]
+        .iter()
+        .map(|(m, l)| (m.to_string(), l.to_string()))
+        .collect::<Vec<_>>()
+    );
     // The extraction itself.
     assert_eq!(
         metric_names(

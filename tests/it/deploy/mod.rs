@@ -116,23 +116,63 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     names
 }
 
-/// Metric names the agent registers, from its source: `"name"` literals in metrics.rs plus
-/// the per-scrape age; counters get `_total`.
-fn registered_names() -> BTreeSet<String> {
-    let src = read(&root().join("crates/agent/src/daemon/metrics.rs"));
-    let mut names = BTreeSet::new();
-    for (i, _) in src.match_indices('"') {
-        let rest = &src[i + 1..];
-        if let Some(end) = rest.find('"') {
-            let lit = &rest[..end];
-            if !lit.is_empty() && lit.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-                names.insert(format!("powerdiag_{lit}"));
-                names.insert(format!("powerdiag_{lit}_total"));
+/// `(metric, label)` for each label matcher of a selector in a PromQL expression:
+/// `powerdiag_check{code="PD401", status=~"f.*"}` gives `(powerdiag_check, code)` and
+/// `(powerdiag_check, status)`.
+fn selector_labels(expr: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for name in metric_names(expr) {
+        let mut rest = expr;
+        while let Some(i) = rest.find(&format!("{name}{{")) {
+            let before = rest[..i].chars().next_back();
+            let inner = &rest[i + name.len() + 1..];
+            rest = inner;
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue; // the end of a longer name
+            }
+            // Up to the closing brace outside quotes; matchers split at commas outside quotes.
+            let (mut quoted, mut escaped, mut current) = (false, false, String::new());
+            for c in inner.chars() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' if quoted => escaped = true,
+                    '"' => quoted = !quoted,
+                    ',' | '}' if !quoted => {
+                        let label: String = current
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if !label.is_empty() {
+                            out.push((name.clone(), label));
+                        }
+                        current.clear();
+                        if c == '}' {
+                            break;
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+                if !quoted {
+                    current.push(c);
+                }
             }
         }
     }
-    names.insert("powerdiag_sample_age_seconds".into());
-    names
+    out
+}
+
+/// Labels a selector may use besides the catalogued ones: the target's, added by Prometheus
+/// and the fleet configuration.
+const TARGET_LABELS: &[&str] = &["job", "instance", "env", "team", "platform", "cluster"];
+
+/// Metric names the agent exports: its catalogue (the encoder can write no other).
+fn registered_names() -> BTreeSet<String> {
+    powerdiag_agent::daemon::catalogue::CATALOGUE
+        .iter()
+        .map(|e| e.name.to_owned())
+        .collect()
 }
 
 /// Metrics the agent registers but cannot export on this test machine, and why. A dashboard

@@ -129,6 +129,43 @@ fn dashboard_and_alerts_work_against_prometheus_scraping_the_deployed_agent() {
     let agent = agent_as_the_unit_starts_it(&server, port);
     assert_mariadb_up(&agent);
 
+    // 0. The deployed agent's exposition, with the probe's series in it (the first sample
+    // ran the probe), passes promtool (a `quantile` label on a gauge did not).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let body = get(agent.port, "/metrics")
+            .map(|(_, _, b)| b)
+            .unwrap_or_default();
+        if body.contains("powerdiag_mariadb_probe_query_latency_seconds{")
+            || Instant::now() > deadline
+        {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        body.contains("powerdiag_mariadb_probe_query_latency_seconds{"),
+        "no probe series in\n{body}"
+    );
+    let mut promtool = Command::new("promtool");
+    promtool
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = promtool.spawn().unwrap_or_else(|e| {
+        panic!(
+            "promtool: {e}. Install it: apt-get install prometheus (tests/harness/setup.sh does)"
+        )
+    });
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), body.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success() && o.stdout.is_empty() && o.stderr.is_empty(),
+        "promtool check metrics on the deployed agent: {}",
+        text(&o)
+    );
+
     // 1. Every panel query returns data (rates need a few scrapes: poll up to 60 s).
     let d = dashboard();
     let targets: Vec<(String, String, String)> = panels(&d)

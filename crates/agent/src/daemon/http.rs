@@ -45,9 +45,6 @@ pub fn app(state: AppState) -> Router {
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Before the first sample: the agent is up, nothing else is known yet.
-const STARTING: &str = "# HELP powerdiag_up 1: the agent is running and serving samples.\n# TYPE powerdiag_up gauge\npowerdiag_up 1\n";
-
 async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Response {
     let openmetrics = headers
         .get(header::ACCEPT)
@@ -65,7 +62,7 @@ async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Respo
             SystemTime::now(),
             openmetrics,
         ),
-        None => metrics::render(STARTING, None, SystemTime::now(), openmetrics),
+        None => metrics::render(&metrics::starting(), None, SystemTime::now(), openmetrics),
     };
     (
         [(

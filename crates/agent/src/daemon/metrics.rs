@@ -1,5 +1,11 @@
-//! The agent's metrics. A fresh prometheus-client registry is filled from each sample in the
-//! sampler and encoded once; a scrape only appends the sample's age to that text.
+//! The agent's metrics. Each sample is encoded once, in the sampler, into a fresh
+//! prometheus-client registry; a scrape only appends the sample's age to that text.
+//!
+//! Only metrics of the catalogue (`catalogue.rs`) can be written, with exactly their declared
+//! labels, and every label value goes through `LabelSet`, which escapes it per the
+//! exposition format (`\\`, `\"`, `\n`): outside text (schema, table and index names, digest
+//! text, versions, event names) can never end a label or a line (prometheus-client writes
+//! label values as they are).
 //!
 //! Verdicts: `powerdiag_check{code, name, severity, status} 1` — one series per rule whose
 //! `status` label is the current verdict (`fail`, `pass`, `not_applicable`,
@@ -7,272 +13,300 @@
 //! names the rule and the host (the `instance` label).
 
 use std::{
+    collections::HashSet,
     fmt::Write,
-    sync::atomic::AtomicU64,
     time::{Duration, SystemTime},
 };
 
 use powerdiag_rules::{Gathered, Report, Settings, Snapshot, StatusVar, Var};
 use prometheus_client::{
-    encoding::text::encode_registry,
-    metrics::{counter::Counter, family::Family, gauge::Gauge},
-    registry::Registry,
+    encoding::{
+        EncodeLabelSet, EncodeMetric, LabelSetEncoder, MetricEncoder, NoLabelSet,
+        text::encode_registry,
+    },
+    metrics::MetricType,
+    registry::{Registry, Unit},
 };
 
-type Labels = Vec<(String, String)>;
-type G = Family<Labels, Gauge<f64, AtomicU64>>;
+use super::{
+    catalogue::{self as c, Kind, Metric},
+    self_info::{BuildInfo, ProcessStats},
+};
 
-/// A registry under construction, with one family per metric name.
+/// Label values in the catalogue's order. Written escaped: the only label type the encoder
+/// has, so no label value reaches the text unescaped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct LabelSet(Vec<(&'static str, String)>);
+
+impl EncodeLabelSet for LabelSet {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        for (k, v) in &self.0 {
+            let mut label = encoder.encode_label();
+            let mut key = label.encode_label_key()?;
+            key.write_str(k)?;
+            let mut value = key.encode_label_value()?;
+            escape_into(&mut value, v)?;
+            value.finish()?;
+        }
+        Ok(())
+    }
+}
+
+/// The exposition format's label-value escapes (Prometheus text 0.0.4 and OpenMetrics alike):
+/// backslash, double quote and line feed.
+fn escape_into(w: &mut impl Write, raw: &str) -> std::fmt::Result {
+    let mut rest = raw;
+    while let Some(i) = rest.find(['\\', '"', '\n']) {
+        w.write_str(&rest[..i])?;
+        w.write_str(match rest.as_bytes()[i] {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            _ => "\\n",
+        })?;
+        rest = &rest[i + 1..];
+    }
+    w.write_str(rest)
+}
+
+/// One metric's series, in the order they were added (so the text is reproducible).
+#[derive(Debug)]
+struct Series {
+    kind: Kind,
+    points: Vec<(LabelSet, f64)>,
+}
+
+impl Series {
+    fn value(&self, e: &mut MetricEncoder<'_>, v: &f64) -> Result<(), std::fmt::Error> {
+        match self.kind {
+            Kind::Gauge => e.encode_gauge(v),
+            Kind::Counter => e.encode_counter::<NoLabelSet, f64, f64>(v, None),
+        }
+    }
+}
+
+impl EncodeMetric for Series {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, v) in &self.points {
+            // An empty family label set would be written as `{}`.
+            if labels.0.is_empty() {
+                self.value(&mut encoder, v)?;
+            } else {
+                self.value(&mut encoder.encode_family(labels)?, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        match self.kind {
+            Kind::Gauge => MetricType::Gauge,
+            Kind::Counter => MetricType::Counter,
+        }
+    }
+}
+
+/// A registry under construction: catalogue metrics only.
 struct Builder {
     registry: Registry,
 }
 
 impl Builder {
-    fn gauge(&mut self, name: &str, help: &str, series: Vec<(Labels, f64)>) {
-        if series.is_empty() {
+    fn new() -> Builder {
+        Builder {
+            registry: Registry::default(),
+        }
+    }
+
+    /// Registers `m` with `series` (label values in the catalogue's order). Non-finite values,
+    /// negative counters and a repeated label set (the first one stays) are left out; a
+    /// metric without series is not written at all.
+    fn add<const N: usize, S: AsRef<str>>(
+        &mut self,
+        m: &Metric<N>,
+        series: impl IntoIterator<Item = ([S; N], f64)>,
+    ) {
+        let mut seen = HashSet::new();
+        let points: Vec<(LabelSet, f64)> = series
+            .into_iter()
+            .filter(|(_, v)| v.is_finite() && (m.kind == Kind::Gauge || *v >= 0.0))
+            .map(|(values, v)| {
+                let labels = m
+                    .labels
+                    .iter()
+                    .zip(values)
+                    .map(|(k, v)| (*k, v.as_ref().to_owned()))
+                    .collect();
+                (LabelSet(labels), v)
+            })
+            .filter(|(l, _)| seen.insert(l.clone()))
+            .collect();
+        if points.is_empty() {
             return;
         }
-        let f = G::default();
-        for (labels, v) in series {
-            f.get_or_create(&labels).set(v);
+        let base = m.family();
+        let metric = Series {
+            kind: m.kind,
+            points,
+        };
+        match m.unit {
+            Some(u) => self.registry.register_with_unit(
+                base.strip_suffix(&format!("_{u}")).unwrap_or(base),
+                m.help,
+                Unit::Other(u.to_owned()),
+                metric,
+            ),
+            None => self.registry.register(base, m.help, metric),
         }
-        self.registry.register(name, help, f);
     }
 
-    fn one(&mut self, name: &str, help: &str, v: Option<f64>) {
-        if let Some(v) = v.filter(|v| v.is_finite()) {
-            let g = Gauge::<f64, AtomicU64>::default();
-            g.set(v);
-            self.registry.register(name, help, g);
-        }
+    /// A metric without labels, when the value is known.
+    fn one(&mut self, m: &Metric<0>, v: Option<f64>) {
+        self.add(m, v.map(|v| ([] as [&str; 0], v)));
     }
 
-    /// A counter family; the series' values are running totals.
-    fn counters(&mut self, name: &str, help: &str, series: Vec<(Labels, f64)>) {
-        if series.is_empty() {
-            return;
-        }
-        let f = Family::<Labels, Counter<f64, AtomicU64>>::default();
-        for (labels, v) in series {
-            if v.is_finite() && v >= 0.0 {
-                f.get_or_create(&labels).inc_by(v);
-            }
-        }
-        self.registry.register(name, help, f);
-    }
-
-    fn counter(&mut self, name: &str, help: &str, v: Option<f64>) {
-        if let Some(v) = v.filter(|v| v.is_finite() && *v >= 0.0) {
-            let c = Counter::<f64, AtomicU64>::default();
-            c.inc_by(v);
-            self.registry.register(name, help, c);
-        }
+    fn finish(self) -> String {
+        let mut out = String::with_capacity(8192);
+        // Writing into a String cannot fail.
+        let _ = encode_registry(&mut out, &self.registry);
+        out
     }
 }
 
-fn l(pairs: &[(&str, &str)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
+/// What a sample's metrics are made of.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleMetrics<'a> {
+    pub snapshot: &'a Snapshot,
+    pub report: &'a Report,
+    pub settings: &'a Settings,
+    pub taken_at: SystemTime,
+    pub duration: Duration,
+    pub sql_statements: u32,
+    pub build: &'a BuildInfo,
+    pub process: &'a ProcessStats,
+}
+
+/// The body served before the first sample: the agent is up, nothing else is known yet
+/// (OpenMetrics text without `# EOF`).
+pub fn starting() -> String {
+    let mut b = Builder::new();
+    b.one(&c::UP, Some(1.0));
+    b.finish()
 }
 
 /// Encodes everything a sample says (OpenMetrics text without `# EOF`).
-pub(crate) fn encode_sample(
-    s: &Snapshot,
-    report: &Report,
-    settings: &Settings,
-    taken_at: SystemTime,
-    duration: Duration,
-    sql: u32,
-) -> String {
-    let mut b = Builder {
-        registry: Registry::with_prefix("powerdiag"),
-    };
-    b.one(
-        "up",
-        "1: the agent is running and serving samples",
-        Some(1.0),
+pub fn encode_sample(m: &SampleMetrics<'_>) -> String {
+    let s = m.snapshot;
+    let mut b = Builder::new();
+    b.one(&c::UP, Some(1.0));
+    let bi = m.build;
+    b.add(
+        &c::BUILD_INFO,
+        [(
+            [
+                bi.version.as_str(),
+                bi.revision.as_str(),
+                bi.target.as_str(),
+                bi.rustc.as_str(),
+            ],
+            1.0,
+        )],
     );
-    b.gauge(
-        "build_info",
-        "powerdiag build information",
-        vec![(l(&[("version", env!("CARGO_PKG_VERSION"))]), 1.0)],
-    );
-    let ts = taken_at
+    let ts = m
+        .taken_at
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .ok();
+    b.one(&c::SAMPLE_TIMESTAMP, ts);
+    b.one(&c::SAMPLE_DURATION, Some(m.duration.as_secs_f64()));
+    b.one(&c::SAMPLE_SQL, Some(f64::from(m.sql_statements)));
     b.one(
-        "sample_timestamp_seconds",
-        "Unix time the last sample started",
-        ts,
-    );
-    b.one(
-        "sample_duration_seconds",
-        "How long the last sample took",
-        Some(duration.as_secs_f64()),
-    );
-    b.one(
-        "sample_sql_statements",
-        "SQL statements the last sample sent to MariaDB",
-        Some(f64::from(sql)),
-    );
-    b.one(
-        "mariadb_up",
-        "1 when the last sample reached MariaDB",
+        &c::MARIADB_UP,
         Some(if s.mariadb.reachable { 1.0 } else { 0.0 }),
     );
-    b.gauge(
-        "collector_success",
-        "1 when the collector succeeded in the last sample",
+    b.add(
+        &c::COLLECTOR_SUCCESS,
         s.collectors
             .iter()
-            .map(|c| {
-                (
-                    l(&[("collector", &c.name)]),
-                    if c.success { 1.0 } else { 0.0 },
-                )
-            })
-            .collect(),
+            .map(|r| ([r.name.as_str()], if r.success { 1.0 } else { 0.0 })),
     );
-    b.gauge(
-        "collector_duration_seconds",
-        "How long the collector took in the last sample",
+    b.add(
+        &c::COLLECTOR_DURATION,
         s.collectors
             .iter()
-            .map(|c| (l(&[("collector", &c.name)]), c.duration_seconds))
-            .collect(),
+            .map(|r| ([r.name.as_str()], r.duration_seconds)),
     );
-    b.gauge(
-        "check",
-        "1 for each rule, labelled with its current verdict (status: fail, pass, not_applicable, insufficient_data)",
-        report
-            .checks
-            .iter()
-            .map(|c| {
-                (
-                    l(&[("code", &c.code), ("name", &c.name), ("severity", c.severity.as_str()), ("status", c.status.as_str())]),
-                    1.0,
-                )
-            })
-            .collect(),
+    b.add(
+        &c::CHECK,
+        m.report.checks.iter().map(|k| {
+            (
+                [
+                    k.code.as_str(),
+                    k.name.as_str(),
+                    k.severity.as_str(),
+                    k.status.as_str(),
+                ],
+                1.0,
+            )
+        }),
     );
-    b.gauge(
-        "check_threshold",
-        "The limit each evaluated rule judges against: its default or the value set under [rules.thresholds] (ratios as 0..1, sizes in bytes)",
-        settings
+    b.add(
+        &c::CHECK_THRESHOLD,
+        m.settings
             .effective()
-            .filter(|(r, _, _)| !settings.is_disabled(r.meta().code))
-            .map(|(r, t, v)| {
-                (
-                    l(&[("code", r.meta().code), ("name", r.meta().name), ("threshold", t.key)]),
-                    v,
-                )
-            })
-            .collect(),
+            .filter(|(r, _, _)| !m.settings.is_disabled(r.meta().code))
+            .map(|(r, t, v)| ([r.meta().code, r.meta().name, t.key], v)),
     );
     mariadb(&mut b, s);
     statements(&mut b, s);
     os(&mut b, s);
-    let mut out = String::with_capacity(8192);
-    // Writing into a String cannot fail.
-    let _ = encode_registry(&mut out, &b.registry);
-    out
+    process(&mut b, m.process);
+    b.finish()
 }
 
 fn mariadb(b: &mut Builder, s: &Snapshot) {
     let Some(f) = &s.mariadb.facts else { return };
-    b.gauge(
-        "mariadb_version_info",
-        "The MariaDB server's version",
-        vec![(
-            l(&[("version", &f.version.raw), ("short", &f.version.short())]),
-            1.0,
-        )],
+    b.add(
+        &c::MARIADB_VERSION_INFO,
+        [([f.version.raw.clone(), f.version.short()], 1.0)],
     );
     b.one(
-        "mariadb_mhnsw_max_cache_size_bytes",
-        "mhnsw_max_cache_size: the limit of each vector index's graph cache",
+        &c::MHNSW_MAX_CACHE_SIZE,
         f.var_u64(Var::MhnswMaxCacheSize).ok().map(|v| v as f64),
     );
     if let Gathered::Available(v) = &f.vector_indexes {
-        let labels = |i: &powerdiag_rules::VectorIndex| {
-            l(&[
-                ("schema", &i.schema),
-                ("table", &i.table),
-                ("index", &i.index),
-            ])
-        };
-        b.gauge(
-            "mariadb_vector_index_graph_bytes",
-            "Estimated memory the whole graph of the vector index needs in the MHNSW cache",
+        let id =
+            |i: &powerdiag_rules::VectorIndex| [i.schema.clone(), i.table.clone(), i.index.clone()];
+        b.add(
+            &c::VECTOR_INDEX_GRAPH,
             v.iter()
-                .filter_map(|i| Some((labels(i), f.graph_estimate(i)?.bytes as f64)))
-                .collect(),
+                .filter_map(|i| Some((id(i), f.graph_estimate(i)?.bytes as f64))),
         );
-        b.gauge(
-            "mariadb_vector_index_rows",
-            "Vectors in the index",
-            v.iter()
-                .filter_map(|i| Some((labels(i), i.rows? as f64)))
-                .collect(),
+        b.add(
+            &c::VECTOR_INDEX_ROWS,
+            v.iter().filter_map(|i| Some((id(i), i.rows? as f64))),
         );
     }
     if let Gathered::Available(p) = &f.probe {
         probe(b, p);
     }
     let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
-    for (var, name, help) in [
-        (
-            StatusVar::HandlerReadLast,
-            "mariadb_handler_read_last",
-            "Handler_read_last: each MHNSW cache rebuild reads the graph's entry point with it",
-        ),
-        (
-            StatusVar::HandlerReadRnd,
-            "mariadb_handler_read_rnd",
-            "Handler_read_rnd: rows (and graph nodes) read by position",
-        ),
+    for (var, m) in [
+        (StatusVar::HandlerReadLast, &c::HANDLER_READ_LAST),
+        (StatusVar::HandlerReadRnd, &c::HANDLER_READ_RND),
         (
             StatusVar::InnodbBufferPoolReadRequests,
-            "mariadb_innodb_buffer_pool_read_requests",
-            "Innodb_buffer_pool_read_requests",
+            &c::BUFFER_POOL_READ_REQUESTS,
         ),
-        (
-            StatusVar::InnodbBufferPoolReads,
-            "mariadb_innodb_buffer_pool_reads",
-            "Innodb_buffer_pool_reads: reads that missed the buffer pool",
-        ),
-        (
-            StatusVar::Questions,
-            "mariadb_questions",
-            "Questions: statements sent by clients",
-        ),
-        (
-            StatusVar::SlowQueries,
-            "mariadb_slow_queries",
-            "Slow_queries",
-        ),
+        (StatusVar::InnodbBufferPoolReads, &c::BUFFER_POOL_READS),
+        (StatusVar::Questions, &c::QUESTIONS),
+        (StatusVar::SlowQueries, &c::SLOW_QUERIES),
+        (StatusVar::ThreadsConnected, &c::THREADS_CONNECTED),
+        (StatusVar::ThreadsRunning, &c::THREADS_RUNNING),
+        (StatusVar::MemoryUsed, &c::MEMORY_USED),
+        (StatusVar::Uptime, &c::UPTIME),
     ] {
-        b.counter(name, help, st(var));
+        b.one(m, st(var));
     }
-    b.one(
-        "mariadb_threads_connected",
-        "Threads_connected",
-        st(StatusVar::ThreadsConnected),
-    );
-    b.one(
-        "mariadb_threads_running",
-        "Threads_running",
-        st(StatusVar::ThreadsRunning),
-    );
-    b.one(
-        "mariadb_memory_used_bytes",
-        "Memory_used (global)",
-        st(StatusVar::MemoryUsed),
-    );
-    b.one("mariadb_uptime_seconds", "Uptime", st(StatusVar::Uptime));
 }
 
 /// The vector probe's results, in the sample that ran it (the agent probes on its own, slower
@@ -283,214 +317,134 @@ fn probe(b: &mut Builder, p: &powerdiag_rules::Probe) {
     let mut rebuilds = Vec::new();
     let mut queries = Vec::new();
     for i in &p.indexes {
-        let first: Vec<u64> = i
-            .queries
-            .iter()
-            .filter(|q| !q.repeat)
-            .map(|q| q.latency_us)
-            .collect();
-        let repeat: Vec<u64> = i
-            .queries
-            .iter()
-            .filter(|q| q.repeat)
-            .map(|q| q.latency_us)
-            .collect();
-        let id = |extra: &[(&str, &str)]| {
-            let mut v = vec![
-                ("schema", i.schema.as_str()),
-                ("table", i.table.as_str()),
-                ("index", i.index.as_str()),
-            ];
-            v.extend_from_slice(extra);
-            l(&v)
-        };
-        for (pass, lat) in [("first", first), ("repeat", repeat)] {
+        let id = [i.schema.as_str(), i.table.as_str(), i.index.as_str()];
+        for (pass, repeat) in [("first", false), ("repeat", true)] {
+            let lat: Vec<u64> = i
+                .queries
+                .iter()
+                .filter(|q| q.repeat == repeat)
+                .map(|q| q.latency_us)
+                .collect();
             if lat.is_empty() {
                 continue;
             }
-            queries.push((id(&[("pass", pass)]), lat.len() as f64));
-            for (q, v) in quantiles(lat) {
-                latency.push((id(&[("pass", pass), ("quantile", q)]), v as f64 / 1e6));
+            let [s, t, x] = id;
+            queries.push(([s, t, x, pass], lat.len() as f64));
+            for (pct, v) in percentiles(lat) {
+                latency.push(([s, t, x, pass, pct], v as f64 / 1e6));
             }
         }
         if !i.queries.is_empty() {
             rebuilds.push((
-                id(&[]),
+                id,
                 i.queries.iter().map(|q| q.handler_read_last).sum::<u64>() as f64,
             ));
         }
     }
-    b.gauge(
-        "mariadb_probe_query_latency_seconds",
-        "Latency of the vector probe's k-NN queries (pass: first = distinct vectors, repeat = the first ones again; quantile over the queries; 1 = slowest)",
-        latency,
-    );
-    b.gauge(
-        "mariadb_probe_queries",
-        "k-NN queries the vector probe ran",
-        queries,
-    );
-    b.gauge(
-        "mariadb_probe_cache_rebuilds",
-        "MHNSW cache rebuilds during the probe (Handler_read_last moved by its queries)",
-        rebuilds,
-    );
+    b.add(&c::PROBE_LATENCY, latency);
+    b.add(&c::PROBE_QUERIES, queries);
+    b.add(&c::PROBE_REBUILDS, rebuilds);
 }
 
-/// The median, 90th percentile and maximum (nearest rank) of `v`.
-fn quantiles(mut v: Vec<u64>) -> [(&'static str, u64); 3] {
+/// The median, 90th percentile and maximum (nearest rank) of `v`. Exported as a gauge with a
+/// `percentile` label, not a summary: these describe one probe's queries, and a summary's
+/// `quantile` series need running `_sum`/`_count` counters (promtool rejects `quantile` on a
+/// gauge).
+fn percentiles(mut v: Vec<u64>) -> [(&'static str, u64); 3] {
     v.sort_unstable();
     let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-    [("0.5", rank(0.5)), ("0.9", rank(0.9)), ("1", rank(1.0))]
+    [("50", rank(0.5)), ("90", rank(0.9)), ("100", rank(1.0))]
 }
 
 fn os(b: &mut Builder, s: &Snapshot) {
     let Ok(o) = s.os.as_ref() else { return };
-    if let Ok(c) = o.cpu.as_ref() {
-        let mhz = |v: Option<f64>| v.map(|m| m * 1e6);
+    if let Ok(cpu) = o.cpu.as_ref() {
+        let hz = |v: Option<f64>| v.map(|m| m * 1e6);
+        b.one(&c::CPU_FREQUENCY_NOMINAL, hz(cpu.nominal_mhz));
         b.one(
-            "cpu_frequency_nominal_hertz",
-            "Nominal CPU frequency",
-            mhz(c.nominal_mhz),
+            &c::CPU_FREQUENCY_EFFECTIVE,
+            hz(cpu.effective_mhz.or(cpu.current_mhz)),
         );
+        b.one(&c::CPU_THREADS, Some(f64::from(cpu.threads)));
         b.one(
-            "cpu_frequency_effective_hertz",
-            "Effective CPU frequency over the window (SPURR/PURR on POWER), else the current one",
-            mhz(c.effective_mhz.or(c.current_mhz)),
-        );
-        b.one(
-            "cpu_threads",
-            "Online logical CPUs",
-            Some(f64::from(c.threads)),
-        );
-        b.one(
-            "cpu_threads_per_core",
-            "Hardware threads per core (SMT)",
-            c.threads_per_core.map(f64::from),
+            &c::CPU_THREADS_PER_CORE,
+            cpu.threads_per_core.map(f64::from),
         );
     }
     if let Ok(t) = o.cpu_time.as_ref() {
-        b.one(
-            "cpu_steal_ratio",
-            "Share of CPU time stolen by the hypervisor over the window",
-            t.steal_share,
-        );
-        b.one(
-            "cpu_busy_ratio",
-            "Share of CPU time busy over the window",
-            t.busy_share,
-        );
+        b.one(&c::CPU_STEAL_RATIO, t.steal_share);
+        b.one(&c::CPU_BUSY_RATIO, t.busy_share);
+        if let Some(secs) = &t.since_boot_seconds {
+            b.add(&c::CPU_SECONDS, secs.modes().map(|(mode, v)| ([mode], v)));
+        }
     }
     if let Ok(Some(p)) = o.partition.as_ref() {
         let mode = if p.shared { "shared" } else { "dedicated" };
         let yes = |x: bool| if x { "true" } else { "false" };
-        b.gauge(
-            "lpar_info",
-            "PowerVM partition mode",
-            vec![(
-                l(&[
-                    ("mode", mode),
-                    ("capped", yes(p.capped)),
-                    ("donating", yes(p.donating)),
-                ]),
-                1.0,
-            )],
+        b.add(
+            &c::LPAR_INFO,
+            [([mode, yes(p.capped), yes(p.donating)], 1.0)],
         );
-        b.one(
-            "lpar_entitled_capacity",
-            "Entitled capacity in processor units",
-            p.entitled_capacity,
-        );
-        b.one(
-            "lpar_online_vcpus",
-            "Online virtual processors",
-            p.online_vcpus.map(f64::from),
-        );
+        b.one(&c::LPAR_ENTITLED_CAPACITY, p.entitled_capacity);
+        b.one(&c::LPAR_ONLINE_VCPUS, p.online_vcpus.map(f64::from));
     }
-    if let Ok(m) = o.memory.as_ref() {
-        b.one(
-            "memory_base_page_bytes",
-            "Base page size",
-            m.base_page_bytes.map(|v| v as f64),
-        );
-        if let Some(thp) = &m.thp_enabled {
-            b.gauge(
-                "transparent_hugepage_info",
-                "Transparent huge pages settings",
-                vec![(
-                    l(&[
-                        ("enabled", thp),
-                        ("defrag", m.thp_defrag.as_deref().unwrap_or("")),
-                    ]),
-                    1.0,
-                )],
+    if let Ok(mem) = o.memory.as_ref() {
+        b.one(&c::MEMORY_BASE_PAGE, mem.base_page_bytes.map(|v| v as f64));
+        if let Some(thp) = &mem.thp_enabled {
+            b.add(
+                &c::THP_INFO,
+                [([thp.as_str(), mem.thp_defrag.as_deref().unwrap_or("")], 1.0)],
             );
         }
     }
     if let Ok(p) = o.process.as_ref() {
-        b.one(
-            "mariadbd_resident_bytes",
-            "mariadbd resident memory",
-            p.rss_bytes.map(|v| v as f64),
-        );
-        b.one(
-            "mariadbd_anon_huge_bytes",
-            "mariadbd anonymous memory in transparent huge pages",
-            p.anon_huge_bytes.map(|v| v as f64),
-        );
-        let mut pages: Vec<(Labels, f64)> = Vec::new();
-        for (segment, v) in [
+        b.one(&c::MARIADBD_RESIDENT, p.rss_bytes.map(|v| v as f64));
+        b.one(&c::MARIADBD_ANON_HUGE, p.anon_huge_bytes.map(|v| v as f64));
+        let mut pages: Vec<([&str; 1], f64)> = [
             ("data", p.data_page_bytes),
             ("text", p.text_page_bytes),
             ("stack", p.stack_page_bytes),
-        ] {
-            if let Some(v) = v {
-                pages.push((l(&[("segment", segment)]), v as f64));
-            }
-        }
+        ]
+        .into_iter()
+        .filter_map(|(segment, v)| Some(([segment], v? as f64)))
+        .collect();
         if pages.is_empty()
             && let Some(k) = p.kernel_page_sizes.first()
         {
-            pages.push((l(&[("segment", "all")]), *k as f64));
+            pages.push((["all"], *k as f64));
         }
-        b.gauge(
-            "mariadbd_page_size_bytes",
-            "Page size of mariadbd's memory (AIX: per segment)",
-            pages,
-        );
+        b.add(&c::MARIADBD_PAGE_SIZE, pages);
     }
-    if let Ok(c) = o.counters.as_ref() {
-        b.gauge(
-            "mariadbd_perf_events",
-            "Hardware and software events counted on mariadbd's threads over the window (absent when unavailable)",
-            c.events.iter().filter_map(|e| Some((l(&[("event", &e.name)]), e.value? as f64))).collect(),
+    if let Ok(counters) = o.counters.as_ref() {
+        b.add(
+            &c::MARIADBD_PERF_EVENTS,
+            counters
+                .events
+                .iter()
+                .filter_map(|e| Some(([e.name.as_str()], e.value? as f64))),
         );
-        b.one(
-            "mariadbd_perf_window_seconds",
-            "Length of the counting window",
-            Some(c.window_seconds),
-        );
+        b.one(&c::MARIADBD_PERF_WINDOW, Some(counters.window_seconds));
     }
+}
+
+/// The agent's own process (Linux), as client_golang names it.
+fn process(b: &mut Builder, p: &ProcessStats) {
+    let f = |v: Option<u64>| v.map(|v| v as f64);
+    b.one(&c::PROCESS_CPU_SECONDS, p.cpu_seconds);
+    b.one(&c::PROCESS_OPEN_FDS, f(p.open_fds));
+    b.one(&c::PROCESS_MAX_FDS, f(p.max_fds));
+    b.one(&c::PROCESS_VIRTUAL_MEMORY, f(p.virtual_memory_bytes));
+    b.one(&c::PROCESS_RESIDENT_MEMORY, f(p.resident_memory_bytes));
+    b.one(&c::PROCESS_START_TIME, p.start_time_seconds);
 }
 
 /// Longest digest text in the info metric's label (characters, before escaping).
 const DIGEST_TEXT_LABEL_CHARS: usize = 200;
 
-/// A label value from outside (schema names, digest text): control characters escaped and
-/// cut by `display_text`, then the exposition format's own escapes (`\\`, `\"`, `\n`) —
-/// prometheus-client writes label values as they are.
-pub(crate) fn label_value(raw: &str, max_chars: usize) -> String {
-    let shown = powerdiag_rules::display_text(raw, max_chars);
-    let mut out = String::with_capacity(shown.len());
-    for c in shown.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
+/// A label value from a long outside text (digest text): whitespace and control characters
+/// collapsed and cut by `display_text`; the encoder escapes it like every label value.
+fn cut(raw: &str, max_chars: usize) -> String {
+    powerdiag_rules::display_text(raw, max_chars)
 }
 
 /// The agent's statement counters: the busiest digests of the last interval each with their
@@ -502,65 +456,36 @@ fn statements(b: &mut Builder, s: &Snapshot) {
         return;
     };
     let key = |d: &powerdiag_rules::DigestCounters| {
-        l(&[
-            (
-                "schema",
-                &label_value(d.schema.as_deref().unwrap_or(""), 64),
-            ),
-            ("digest", &label_value(&d.digest, 64)),
-        ])
+        [
+            cut(d.schema.as_deref().unwrap_or(""), 64),
+            cut(&d.digest, 64),
+        ]
     };
-    let series = |v: fn(&powerdiag_rules::DigestCounters) -> f64| -> Vec<(Labels, f64)> {
-        st.counters.iter().map(|d| (key(d), v(d))).collect()
+    let series = |v: fn(&powerdiag_rules::DigestCounters) -> f64| {
+        st.counters.iter().map(move |d| (key(d), v(d)))
     };
-    b.counters(
-        "mariadb_statement_calls",
-        "Statement executions since the agent started, per digest (the busiest of the last interval; digest=\"other\" sums the rest)",
-        series(|d| d.calls as f64),
-    );
-    b.counters(
-        "mariadb_statement_seconds",
-        "Statement time since the agent started, per digest",
-        series(|d| d.time_us as f64 / 1e6),
-    );
-    b.counters(
-        "mariadb_statement_rows_examined",
-        "Rows examined since the agent started, per digest",
+    b.add(&c::STATEMENT_CALLS, series(|d| d.calls as f64));
+    b.add(&c::STATEMENT_SECONDS, series(|d| d.time_us as f64 / 1e6));
+    b.add(
+        &c::STATEMENT_ROWS_EXAMINED,
         series(|d| d.rows_examined as f64),
     );
-    b.counters(
-        "mariadb_statement_rows_sent",
-        "Rows sent since the agent started, per digest",
-        series(|d| d.rows_sent as f64),
-    );
-    b.counters(
-        "mariadb_statement_no_index",
-        "Executions that used no index or no good index since the agent started, per digest",
-        series(|d| d.no_index_used as f64),
-    );
-    b.gauge(
-        "mariadb_statement_info",
-        "The digest text (truncated, escaped) of each digest with its own statement series",
-        st.counters
-            .iter()
-            .filter(|d| d.digest != "other")
-            .map(|d| {
-                let mut labels = key(d);
-                labels.push((
-                    "text".to_owned(),
-                    label_value(&d.text, DIGEST_TEXT_LABEL_CHARS),
-                ));
-                (labels, 1.0)
-            })
-            .collect(),
+    b.add(&c::STATEMENT_ROWS_SENT, series(|d| d.rows_sent as f64));
+    b.add(&c::STATEMENT_NO_INDEX, series(|d| d.no_index_used as f64));
+    b.add(
+        &c::STATEMENT_INFO,
+        st.counters.iter().filter(|d| d.digest != "other").map(|d| {
+            let [schema, digest] = key(d);
+            ([schema, digest, cut(&d.text, DIGEST_TEXT_LABEL_CHARS)], 1.0)
+        }),
     );
 }
 
 /// The Prometheus text format (0.0.4) of an OpenMetrics body: no `# UNIT` lines, and counter
 /// families named by their `_total` sample in `# HELP`/`# TYPE` (OpenMetrics names the family
 /// without it). Done once per sample, not per scrape.
-pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
-    let counters: std::collections::HashSet<&str> = openmetrics
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = openmetrics
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
         .collect();
@@ -584,7 +509,7 @@ pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
 
 /// The scrape body: the encoded sample (OpenMetrics, or the Prometheus text of it), its age
 /// now, and `# EOF` for OpenMetrics.
-pub(crate) fn render(
+pub fn render(
     encoded: &str,
     taken_at: Option<SystemTime>,
     now: SystemTime,
@@ -594,10 +519,17 @@ pub(crate) fn render(
     out.push_str(encoded);
     if let Some(t) = taken_at {
         let age = now.duration_since(t).unwrap_or_default().as_secs_f64();
+        let m = &c::SAMPLE_AGE;
         let _ = write!(
             out,
-            "# HELP powerdiag_sample_age_seconds Seconds since the served sample started.\n# TYPE powerdiag_sample_age_seconds gauge\npowerdiag_sample_age_seconds {age}\n"
+            "# HELP {n} {h}.\n# TYPE {n} gauge\n",
+            n = m.name,
+            h = m.help
         );
+        if openmetrics {
+            let _ = writeln!(out, "# UNIT {} seconds", m.name);
+        }
+        let _ = writeln!(out, "{} {age}", m.name);
     }
     if openmetrics {
         out.push_str("# EOF\n");
@@ -610,16 +542,27 @@ mod tests {
     use super::*;
     use powerdiag_rules::{evaluate, testing::*};
 
+    fn encode(s: &Snapshot, taken_at: SystemTime, duration: Duration, sql: u32) -> String {
+        encode_sample(&SampleMetrics {
+            snapshot: s,
+            report: &evaluate(s),
+            settings: &Settings::default(),
+            taken_at,
+            duration,
+            sql_statements: sql,
+            build: &BuildInfo::default(),
+            process: &ProcessStats::default(),
+        })
+    }
+
     fn sample() -> String {
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .vector_index(big_vector_index())
             .status(StatusVar::HandlerReadLast, "42")
             .build();
-        encode_sample(
+        encode(
             &s,
-            &evaluate(&s),
-            &Settings::default(),
             SystemTime::UNIX_EPOCH + Duration::from_secs(1000),
             Duration::from_millis(1200),
             9,
@@ -639,10 +582,14 @@ mod tests {
             "powerdiag_sample_sql_statements 9",
             "powerdiag_check_threshold{code=\"PD403\",name=\"hypervisor-preemption\",threshold=\"max_steal\"} 0.05",
             "powerdiag_memory_base_page_bytes 4096",
+            "powerdiag_build_info{version=\"0.1.0\",revision=\"unknown\",target=\"unknown\",rustc=\"unknown\"} 1",
+            "# UNIT powerdiag_sample_duration_seconds seconds",
         ] {
             assert!(text.contains(needle), "{needle} missing from\n{text}");
         }
         assert!(!text.contains("# EOF"), "EOF is added per scrape");
+        // No process facts given: no process_* series (other OSes).
+        assert!(!text.contains("process_"), "{text}");
     }
 
     #[test]
@@ -669,33 +616,27 @@ mod tests {
                 ..Default::default()
             })
             .build();
-        let text = encode_sample(
-            &s,
-            &evaluate(&s),
-            &Settings::default(),
-            SystemTime::UNIX_EPOCH,
-            Duration::ZERO,
-            1,
-        );
+        let text = encode(&s, SystemTime::UNIX_EPOCH, Duration::ZERO, 1);
         let id = "schema=\"app\",table=\"docs\",index=\"e\"";
         for needle in [
             format!(
-                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",quantile=\"0.5\"}} 0.005"
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",percentile=\"50\"}} 0.005"
             ),
             format!(
-                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",quantile=\"0.9\"}} 0.009"
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",percentile=\"90\"}} 0.009"
             ),
             format!(
-                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",quantile=\"1\"}} 0.01"
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"first\",percentile=\"100\"}} 0.01"
             ),
             format!(
-                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"repeat\",quantile=\"1\"}} 0.0005"
+                "powerdiag_mariadb_probe_query_latency_seconds{{{id},pass=\"repeat\",percentile=\"100\"}} 0.0005"
             ),
             format!("powerdiag_mariadb_probe_queries{{{id},pass=\"first\"}} 10"),
             format!("powerdiag_mariadb_probe_cache_rebuilds{{{id}}} 10"),
         ] {
             assert!(text.contains(&needle), "{needle} missing from\n{text}");
         }
+        assert!(!text.contains("quantile"), "{text}");
         // No probe in the sample: no probe series.
         assert!(!sample().contains("powerdiag_mariadb_probe"));
     }
@@ -727,14 +668,7 @@ mod tests {
                 },
             ];
         }
-        let text = encode_sample(
-            &s,
-            &evaluate(&s),
-            &Settings::default(),
-            SystemTime::UNIX_EPOCH,
-            Duration::ZERO,
-            1,
-        );
+        let text = encode(&s, SystemTime::UNIX_EPOCH, Duration::ZERO, 1);
         let id = "schema=\"a\\\"pp\",digest=\"abc123\"";
         for needle in [
             format!("powerdiag_mariadb_statement_calls_total{{{id}}} 7"),
@@ -748,6 +682,131 @@ mod tests {
             assert!(text.contains(&needle), "{needle} missing from\n{text}");
         }
         assert!(!text.contains("digest=\"other\",text"), "{text}");
+    }
+
+    /// Every label of every metric goes through the same escaping: a vector index's schema,
+    /// table and index name, the server version, perf event names, THP settings.
+    #[test]
+    fn every_label_value_is_escaped() {
+        let hostile = "x\"} 1\npowerdiag_check{code=\"PD401\",status=\"fail\",s=\"\\";
+        let escaped =
+            "x\\\"} 1\\npowerdiag_check{code=\\\"PD401\\\",status=\\\"fail\\\",s=\\\"\\\\";
+        let mut index = big_vector_index();
+        index.schema = hostile.into();
+        index.table = hostile.into();
+        index.index = hostile.into();
+        let mut s = SnapshotBuilder::new()
+            .mariadb(&format!("11.8.6-MariaDB{hostile}"))
+            .vector_index(index)
+            .build();
+        if let Gathered::Available(o) = &mut s.os {
+            if let Gathered::Available(m) = &mut o.memory {
+                m.thp_enabled = Some(hostile.into());
+            }
+            if let Gathered::Available(c) = &mut o.counters {
+                c.events[0].name = hostile.into();
+                c.events[0].value = Some(7);
+            }
+        }
+        s.collectors.push(powerdiag_rules::CollectorRun {
+            name: hostile.into(),
+            duration_seconds: 0.1,
+            success: true,
+            error: None,
+        });
+        let text = encode(&s, SystemTime::UNIX_EPOCH, Duration::ZERO, 1);
+        // Every line is a comment or one whole sample of a catalogued metric; the only
+        // powerdiag_check series are the rules'.
+        let mut checks = 0;
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(
+                c::find(name).is_some(),
+                "forged or broken line: {line}\n{text}"
+            );
+            checks += usize::from(name == c::CHECK.name);
+        }
+        assert_eq!(checks, evaluate(&s).checks.len(), "{text}");
+        for (metric, label) in [
+            ("powerdiag_mariadb_vector_index_graph_bytes", "schema"),
+            ("powerdiag_mariadb_vector_index_graph_bytes", "table"),
+            ("powerdiag_mariadb_vector_index_graph_bytes", "index"),
+            ("powerdiag_transparent_hugepage_info", "enabled"),
+            ("powerdiag_mariadbd_perf_events", "event"),
+            ("powerdiag_collector_success", "collector"),
+        ] {
+            let want = format!("{label}=\"{escaped}\"");
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(metric) && l.contains(&want)),
+                "{metric} {want} missing from\n{text}"
+            );
+        }
+        assert!(
+            text.contains(&format!("version=\"11.8.6-MariaDB{escaped}\"")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn escaping() {
+        let e = |s: &str| {
+            let mut out = String::new();
+            escape_into(&mut out, s).unwrap();
+            out
+        };
+        assert_eq!(e("plain"), "plain");
+        assert_eq!(e("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        assert_eq!(e("\n\n"), "\\n\\n");
+        assert_eq!(e("é\"}"), "é\\\"}");
+        assert_eq!(e(""), "");
+    }
+
+    #[test]
+    fn cpu_seconds_and_own_process() {
+        let mut s = SnapshotBuilder::new().build();
+        if let Gathered::Available(o) = &mut s.os
+            && let Gathered::Available(t) = &mut o.cpu_time
+        {
+            t.since_boot_seconds = Some(powerdiag_rules::CpuSeconds {
+                user: 12.5,
+                steal: 0.25,
+                ..Default::default()
+            });
+        }
+        let text = encode_sample(&SampleMetrics {
+            snapshot: &s,
+            report: &evaluate(&s),
+            settings: &Settings::default(),
+            taken_at: SystemTime::UNIX_EPOCH,
+            duration: Duration::ZERO,
+            sql_statements: 0,
+            build: &BuildInfo::default(),
+            process: &ProcessStats {
+                cpu_seconds: Some(1.5),
+                open_fds: Some(9),
+                max_fds: Some(1024),
+                virtual_memory_bytes: Some(1 << 30),
+                resident_memory_bytes: Some(10 << 20),
+                start_time_seconds: Some(1_700_000_000.5),
+            },
+        });
+        let prom = to_prometheus_text(&text);
+        for needle in [
+            "# TYPE powerdiag_cpu_seconds_total counter",
+            "powerdiag_cpu_seconds_total{mode=\"user\"} 12.5",
+            "powerdiag_cpu_seconds_total{mode=\"steal\"} 0.25",
+            "powerdiag_cpu_seconds_total{mode=\"idle\"} 0",
+            "# TYPE process_cpu_seconds_total counter",
+            "process_cpu_seconds_total 1.5",
+            "process_open_fds 9",
+            "process_max_fds 1024",
+            "process_resident_memory_bytes 10485760",
+            "process_virtual_memory_bytes 1073741824",
+            "process_start_time_seconds 1700000000.5",
+        ] {
+            assert!(prom.contains(needle), "{needle} missing from\n{prom}");
+        }
     }
 
     #[test]
@@ -770,5 +829,27 @@ mod tests {
             text.contains("# TYPE powerdiag_mariadb_handler_read_last_total counter"),
             "{text}"
         );
+    }
+
+    /// Every series the encoder writes is of a catalogued metric with exactly its labels.
+    #[test]
+    fn the_encoder_writes_only_catalogued_metrics() {
+        let text = to_prometheus_text(&sample());
+        let mut names = HashSet::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let entry = c::find(name).unwrap_or_else(|| panic!("{name} is not catalogued"));
+            let labels: Vec<&str> = line
+                .split_once('{')
+                .map(|(_, rest)| {
+                    rest.split(",")
+                        .filter_map(|kv| kv.split_once("=\"").map(|(k, _)| k))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(labels, entry.labels, "{line}");
+            names.insert(name);
+        }
+        assert!(names.len() > 20, "{names:?}");
     }
 }

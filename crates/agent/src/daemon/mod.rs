@@ -2,10 +2,12 @@
 //! serves the last sample. One cancellation token stops both; SIGHUP reloads both
 //! configuration files.
 
+pub mod catalogue;
 pub mod config;
 pub mod http;
-mod metrics;
+pub mod metrics;
 pub mod sampler;
+pub mod self_info;
 pub mod webconfig;
 
 use std::{
@@ -20,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::collect::{mariadb::target::Candidate, os::Roots};
 pub use config::{Config, ConfigError};
+pub use self_info::BuildInfo;
 
 /// How to run the agent.
 #[derive(Debug, Clone)]
@@ -32,6 +35,8 @@ pub struct AgentOptions {
     pub web_config_file: Option<PathBuf>,
     pub candidates: Vec<Candidate>,
     pub roots: Roots,
+    /// `powerdiag_build_info`'s labels (the binary's build script knows them).
+    pub build: BuildInfo,
 }
 
 /// Why the agent could not start.
@@ -109,6 +114,7 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         sampler::SamplerSetup {
             candidates: opts.candidates.clone(),
             roots: opts.roots.clone(),
+            build: opts.build.clone(),
         },
         config_rx.clone(),
         sample_tx,

@@ -12,7 +12,11 @@ use powerdiag_rules::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{config::Config, metrics};
+use super::{
+    config::Config,
+    metrics,
+    self_info::{BuildInfo, ProcessStats},
+};
 use crate::collect::{
     self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions,
     mariadb::target::Candidate, os::Roots,
@@ -39,6 +43,7 @@ pub struct Sample {
 pub struct SamplerSetup {
     pub candidates: Vec<Candidate>,
     pub roots: Roots,
+    pub build: BuildInfo,
 }
 
 /// Runs until `cancel`: samples every `config.sample.interval`, publishing into `tx`.
@@ -120,14 +125,16 @@ pub async fn run(
         seq += 1;
         let report = evaluate_with(&snapshot, &cfg.rules.settings);
         let duration = started.elapsed();
-        let encoded = metrics::encode_sample(
-            &snapshot,
-            &report,
-            &cfg.rules.settings,
+        let encoded = metrics::encode_sample(&metrics::SampleMetrics {
+            snapshot: &snapshot,
+            report: &report,
+            settings: &cfg.rules.settings,
             taken_at,
             duration,
             sql_statements,
-        );
+            build: &setup.build,
+            process: &ProcessStats::read(),
+        });
         let mariadb = if snapshot.mariadb.reachable {
             "up"
         } else {
@@ -215,14 +222,16 @@ mod tests {
         let s = overrun(&opts, Duration::from_millis(1900));
         assert!(!s.mariadb.reachable);
         let report = evaluate_with(&s, &Default::default());
-        let text = metrics::to_prometheus_text(&metrics::encode_sample(
-            &s,
-            &report,
-            &Default::default(),
-            SystemTime::now(),
-            Duration::from_secs(2),
-            0,
-        ));
+        let text = metrics::to_prometheus_text(&metrics::encode_sample(&metrics::SampleMetrics {
+            snapshot: &s,
+            report: &report,
+            settings: &Default::default(),
+            taken_at: SystemTime::now(),
+            duration: Duration::from_secs(2),
+            sql_statements: 0,
+            build: &BuildInfo::default(),
+            process: &ProcessStats::default(),
+        }));
         assert!(text.contains("powerdiag_mariadb_up 0"), "{text}");
         assert!(
             text.contains("powerdiag_collector_success{collector=\"sample\"} 0"),

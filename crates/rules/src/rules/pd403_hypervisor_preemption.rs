@@ -267,6 +267,7 @@ mod tests {
                     busy_share: Some(0.5),
                     ticks: Some(ticks),
                     since_boot_steal_share: since_boot,
+                    since_boot_seconds: None,
                 });
             })
             .build();

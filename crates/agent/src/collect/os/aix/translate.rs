@@ -97,6 +97,7 @@ pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
             // PURR counters have timebase resolution: no tick granularity to guard against.
             ticks: None,
             since_boot_steal_share: None,
+            since_boot_seconds: None,
         })),
         partition: gathered(match (&raw.now, &window) {
             (Ok(now), Ok(w)) => Ok(partition(now, w)),

@@ -1,6 +1,7 @@
-//! `/proc/stat`: CPU time shares (steal, busy) over the window, or since boot for a tree.
+//! `/proc/stat`: CPU time shares (steal, busy) over the window, or since boot for a tree, and
+//! the CPU seconds since boot per mode.
 
-use powerdiag_rules::{CpuTime, Gathered, OsFacts};
+use powerdiag_rules::{CpuSeconds, CpuTime, Gathered, OsFacts};
 
 use super::fs::read;
 use crate::collect::{
@@ -43,6 +44,8 @@ pub(super) struct Ticks {
     total: u64,
     idle: u64,
     steal: u64,
+    /// user nice system idle iowait irq softirq steal, as read.
+    modes: [u64; 8],
 }
 
 pub(super) fn read_ticks(r: &Roots) -> Result<Ticks, CollectError> {
@@ -69,10 +72,32 @@ pub(super) fn parse(text: &str) -> Option<Ticks> {
         total,
         idle: get(3).saturating_add(get(4)),
         steal: get(7),
+        modes: std::array::from_fn(get),
+    })
+}
+
+/// The since-boot ticks in seconds. `/proc/stat` counts in USER_HZ, which the kernel reports
+/// to user space as the clock tick (`sysconf(_SC_CLK_TCK)`); a recorded tree is assumed to come
+/// from a kernel with the same USER_HZ (100 on every architecture Linux still supports).
+fn seconds(t: &Ticks, user_hz: u64) -> Option<CpuSeconds> {
+    if user_hz == 0 {
+        return None;
+    }
+    let s = |i: usize| t.modes[i] as f64 / user_hz as f64;
+    Some(CpuSeconds {
+        user: s(0),
+        nice: s(1),
+        system: s(2),
+        idle: s(3),
+        iowait: s(4),
+        irq: s(5),
+        softirq: s(6),
+        steal: s(7),
     })
 }
 
 pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
+    let since_boot_seconds = seconds(&b, rustix::param::clock_ticks_per_second());
     let since_boot_steal_share = (b.total > 0).then(|| b.steal as f64 / b.total as f64);
     let (basis, d) = match a {
         Some(a) if b.total > a.total => (
@@ -81,6 +106,7 @@ pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
                 total: b.total - a.total,
                 idle: b.idle.saturating_sub(a.idle),
                 steal: b.steal.saturating_sub(a.steal),
+                modes: b.modes,
             },
         ),
         _ => ("since boot".to_owned(), b),
@@ -92,6 +118,7 @@ pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
             busy_share: None,
             ticks: Some(0),
             since_boot_steal_share,
+            since_boot_seconds,
         };
     }
     let t = d.total as f64;
@@ -101,6 +128,7 @@ pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
         busy_share: Some(1.0 - (d.idle.saturating_add(d.steal)) as f64 / t),
         ticks: Some(d.total),
         since_boot_steal_share,
+        since_boot_seconds,
     }
 }
 
@@ -120,6 +148,35 @@ mod tests {
         assert!((boot.steal_share.unwrap() - 60.0 / 1200.0).abs() < 1e-9);
         // No time passed: fall back to since boot.
         assert_eq!(shares(Some(b), b, 0.1).basis, "since boot");
+    }
+
+    #[test]
+    fn seconds_since_boot_per_mode() {
+        let t = parse("cpu  160 1 70 900 10 2 3 60 5 0\n").unwrap();
+        let s = seconds(&t, 100).unwrap();
+        assert_eq!(
+            s.modes(),
+            [
+                ("user", 1.6),
+                ("nice", 0.01),
+                ("system", 0.7),
+                ("idle", 9.0),
+                ("iowait", 0.1),
+                ("irq", 0.02),
+                ("softirq", 0.03),
+                ("steal", 0.6)
+            ]
+        );
+        // An old kernel's line without steal: 0 s.
+        let old = parse("cpu  1 2 3 4\n").unwrap();
+        assert_eq!(seconds(&old, 100).unwrap().steal, 0.0);
+        assert_eq!(seconds(&old, 0), None);
+        // Every sample carries them, window or not.
+        let w = shares(Some(old), t, 1.0);
+        assert_eq!(
+            w.since_boot_seconds,
+            seconds(&t, rustix::param::clock_ticks_per_second())
+        );
     }
 
     #[test]

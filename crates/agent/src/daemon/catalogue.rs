@@ -1,0 +1,362 @@
+//! The catalogue: every metric the agent exports — name, type, unit, help, labels and when its
+//! series exist. The encoder (`metrics.rs`) can only write a metric declared here, with exactly
+//! the declared labels (a label count that differs does not compile); the README's metric table
+//! is generated from it (`markdown()`, checked by a test) and the deploy tests check every
+//! metric an alert or dashboard uses against it.
+//!
+//! Names are interface (alerts, dashboards and users' queries use them): rename one only with
+//! `deploy/` in the same commit. A counter's name is its sample name, with `_total`.
+
+/// How Prometheus treats a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+impl Kind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+        }
+    }
+}
+
+/// One metric, with its `N` labels in the order the encoder writes them.
+#[derive(Debug)]
+pub struct Metric<const N: usize> {
+    /// The sample name as Prometheus stores it (counters end in `_total`).
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The base unit the name ends with (`seconds`, `bytes`, ...), written as `# UNIT` in
+    /// OpenMetrics.
+    pub unit: Option<&'static str>,
+    pub help: &'static str,
+    pub labels: [&'static str; N],
+    /// When its series exist (README).
+    pub when: &'static str,
+}
+
+/// A catalogue row: [`Metric`] without the label count in its type.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub unit: Option<&'static str>,
+    pub help: &'static str,
+    pub labels: &'static [&'static str],
+    pub when: &'static str,
+}
+
+impl<const N: usize> Metric<N> {
+    /// The family name OpenMetrics writes in `# HELP`/`# TYPE` (a counter's without `_total`).
+    pub fn family(&self) -> &'static str {
+        match self.kind {
+            Kind::Counter => self.name.strip_suffix("_total").unwrap_or(self.name),
+            Kind::Gauge => self.name,
+        }
+    }
+}
+
+macro_rules! catalogue {
+    (@unit) => { None };
+    (@unit $u:literal) => { Some($u) };
+    ($(
+        $id:ident: $kind:ident $name:literal [$($label:literal),*] $(unit $unit:literal)?
+            when $when:ident
+            $help:literal;
+    )*) => {
+        $(
+            #[doc = concat!("`", $name, "`: ", $help)]
+            pub const $id: Metric<{ <[&str]>::len(&[$($label),*]) }> = Metric {
+                name: $name,
+                kind: Kind::$kind,
+                unit: catalogue!(@unit $($unit)?),
+                help: $help,
+                labels: [$($label),*],
+                when: $when,
+            };
+        )*
+        /// Every metric, in the order of the README's table.
+        pub static CATALOGUE: &[Entry] = &[$(
+            Entry {
+                name: $name,
+                kind: Kind::$kind,
+                unit: catalogue!(@unit $($unit)?),
+                help: $help,
+                labels: &[$($label),*],
+                when: $when,
+            },
+        )*];
+    };
+}
+
+const ALWAYS: &str = "every sample";
+const SCRAPE: &str = "every scrape";
+const DB: &str = "MariaDB reached";
+const VECTOR: &str = "per vector index";
+const PROBE: &str = "`[probe] enabled`, in the sample that ran the probe";
+const STATEMENTS: &str = "`[statements] enabled`, performance_schema ON, from the second read";
+const CPU: &str = "CPU facts read";
+const CPU_TIME: &str = "CPU time read";
+const LINUX_CPU_TIME: &str = "Linux, /proc/stat read";
+const PARTITION: &str = "PowerVM partition";
+const MEMORY: &str = "memory facts read";
+const MARIADBD: &str = "mariadbd found";
+const COUNTERS: &str = "Linux, perf counters on mariadbd";
+const SELF_LINUX: &str = "Linux: the agent's own process";
+
+catalogue! {
+    UP: Gauge "powerdiag_up" [] when ALWAYS
+        "1: the agent is running and serving samples";
+    BUILD_INFO: Gauge "powerdiag_build_info" ["version", "revision", "target", "rustc"] when ALWAYS
+        "powerdiag build information: version, git revision, target triple and rustc version (value 1)";
+    SAMPLE_TIMESTAMP: Gauge "powerdiag_sample_timestamp_seconds" [] unit "seconds" when ALWAYS
+        "Unix time the last sample started";
+    SAMPLE_DURATION: Gauge "powerdiag_sample_duration_seconds" [] unit "seconds" when ALWAYS
+        "How long the last sample took";
+    SAMPLE_SQL: Gauge "powerdiag_sample_sql_statements" [] when ALWAYS
+        "SQL statements the last sample sent to MariaDB";
+    SAMPLE_AGE: Gauge "powerdiag_sample_age_seconds" [] unit "seconds" when SCRAPE
+        "Seconds since the served sample started";
+    MARIADB_UP: Gauge "powerdiag_mariadb_up" [] when ALWAYS
+        "1 when the last sample reached MariaDB";
+    COLLECTOR_SUCCESS: Gauge "powerdiag_collector_success" ["collector"] when ALWAYS
+        "1 when the collector succeeded in the last sample";
+    COLLECTOR_DURATION: Gauge "powerdiag_collector_duration_seconds" ["collector"] unit "seconds" when ALWAYS
+        "How long the collector took in the last sample";
+    CHECK: Gauge "powerdiag_check" ["code", "name", "severity", "status"] when ALWAYS
+        "1 for each rule, labelled with its current verdict (status: fail, pass, not_applicable, insufficient_data)";
+    CHECK_THRESHOLD: Gauge "powerdiag_check_threshold" ["code", "name", "threshold"] when ALWAYS
+        "The limit each evaluated rule judges against: its default or the value set under [rules.thresholds] (ratios as 0..1, sizes in bytes)";
+
+    MARIADB_VERSION_INFO: Gauge "powerdiag_mariadb_version_info" ["version", "short"] when DB
+        "The MariaDB server's version";
+    MHNSW_MAX_CACHE_SIZE: Gauge "powerdiag_mariadb_mhnsw_max_cache_size_bytes" [] unit "bytes" when DB
+        "mhnsw_max_cache_size: the limit of each vector index's graph cache";
+    VECTOR_INDEX_GRAPH: Gauge "powerdiag_mariadb_vector_index_graph_bytes" ["schema", "table", "index"] unit "bytes" when VECTOR
+        "Estimated memory the whole graph of the vector index needs in the MHNSW cache";
+    VECTOR_INDEX_ROWS: Gauge "powerdiag_mariadb_vector_index_rows" ["schema", "table", "index"] when VECTOR
+        "Vectors in the index";
+    PROBE_LATENCY: Gauge "powerdiag_mariadb_probe_query_latency_seconds" ["schema", "table", "index", "pass", "percentile"] unit "seconds" when PROBE
+        "Latency of the vector probe's k-NN queries (pass: first = distinct vectors, repeat = the first ones again; percentile over the queries, nearest rank: 50, 90, 100 = slowest)";
+    PROBE_QUERIES: Gauge "powerdiag_mariadb_probe_queries" ["schema", "table", "index", "pass"] when PROBE
+        "k-NN queries the vector probe ran";
+    PROBE_REBUILDS: Gauge "powerdiag_mariadb_probe_cache_rebuilds" ["schema", "table", "index"] when PROBE
+        "MHNSW cache rebuilds during the probe (Handler_read_last moved by its queries)";
+    HANDLER_READ_LAST: Counter "powerdiag_mariadb_handler_read_last_total" [] when DB
+        "Handler_read_last: each MHNSW cache rebuild reads the graph's entry point with it";
+    HANDLER_READ_RND: Counter "powerdiag_mariadb_handler_read_rnd_total" [] when DB
+        "Handler_read_rnd: rows (and graph nodes) read by position";
+    BUFFER_POOL_READ_REQUESTS: Counter "powerdiag_mariadb_innodb_buffer_pool_read_requests_total" [] when DB
+        "Innodb_buffer_pool_read_requests";
+    BUFFER_POOL_READS: Counter "powerdiag_mariadb_innodb_buffer_pool_reads_total" [] when DB
+        "Innodb_buffer_pool_reads: reads that missed the buffer pool";
+    QUESTIONS: Counter "powerdiag_mariadb_questions_total" [] when DB
+        "Questions: statements sent by clients";
+    SLOW_QUERIES: Counter "powerdiag_mariadb_slow_queries_total" [] when DB
+        "Slow_queries";
+    THREADS_CONNECTED: Gauge "powerdiag_mariadb_threads_connected" [] when DB
+        "Threads_connected";
+    THREADS_RUNNING: Gauge "powerdiag_mariadb_threads_running" [] when DB
+        "Threads_running";
+    MEMORY_USED: Gauge "powerdiag_mariadb_memory_used_bytes" [] unit "bytes" when DB
+        "Memory_used (global)";
+    UPTIME: Gauge "powerdiag_mariadb_uptime_seconds" [] unit "seconds" when DB
+        "Uptime";
+
+    STATEMENT_CALLS: Counter "powerdiag_mariadb_statement_calls_total" ["schema", "digest"] when STATEMENTS
+        "Statement executions since the agent started, per digest (the busiest of the last interval; digest=\"other\" sums the rest)";
+    STATEMENT_SECONDS: Counter "powerdiag_mariadb_statement_seconds_total" ["schema", "digest"] unit "seconds" when STATEMENTS
+        "Statement time since the agent started, per digest";
+    STATEMENT_ROWS_EXAMINED: Counter "powerdiag_mariadb_statement_rows_examined_total" ["schema", "digest"] when STATEMENTS
+        "Rows examined since the agent started, per digest";
+    STATEMENT_ROWS_SENT: Counter "powerdiag_mariadb_statement_rows_sent_total" ["schema", "digest"] when STATEMENTS
+        "Rows sent since the agent started, per digest";
+    STATEMENT_NO_INDEX: Counter "powerdiag_mariadb_statement_no_index_total" ["schema", "digest"] when STATEMENTS
+        "Executions that used no index or no good index since the agent started, per digest";
+    STATEMENT_INFO: Gauge "powerdiag_mariadb_statement_info" ["schema", "digest", "text"] when STATEMENTS
+        "The digest text (truncated, escaped) of each digest with its own statement series";
+
+    CPU_FREQUENCY_NOMINAL: Gauge "powerdiag_cpu_frequency_nominal_hertz" [] unit "hertz" when CPU
+        "Nominal CPU frequency";
+    CPU_FREQUENCY_EFFECTIVE: Gauge "powerdiag_cpu_frequency_effective_hertz" [] unit "hertz" when CPU
+        "Effective CPU frequency over the window (SPURR/PURR on POWER), else the current one";
+    CPU_THREADS: Gauge "powerdiag_cpu_threads" [] when CPU
+        "Online logical CPUs";
+    CPU_THREADS_PER_CORE: Gauge "powerdiag_cpu_threads_per_core" [] when CPU
+        "Hardware threads per core (SMT)";
+    CPU_STEAL_RATIO: Gauge "powerdiag_cpu_steal_ratio" [] unit "ratio" when CPU_TIME
+        "Share of CPU time stolen by the hypervisor over the window";
+    CPU_BUSY_RATIO: Gauge "powerdiag_cpu_busy_ratio" [] unit "ratio" when CPU_TIME
+        "Share of CPU time busy over the window";
+    CPU_SECONDS: Counter "powerdiag_cpu_seconds_total" ["mode"] unit "seconds" when LINUX_CPU_TIME
+        "CPU time of all CPUs since boot per mode (user, nice, system, idle, iowait, irq, softirq, steal), from /proc/stat: rate() over it sees all of the time, not only the sample window";
+    LPAR_INFO: Gauge "powerdiag_lpar_info" ["mode", "capped", "donating"] when PARTITION
+        "PowerVM partition mode";
+    LPAR_ENTITLED_CAPACITY: Gauge "powerdiag_lpar_entitled_capacity" [] when PARTITION
+        "Entitled capacity in processor units";
+    LPAR_ONLINE_VCPUS: Gauge "powerdiag_lpar_online_vcpus" [] when PARTITION
+        "Online virtual processors";
+    MEMORY_BASE_PAGE: Gauge "powerdiag_memory_base_page_bytes" [] unit "bytes" when MEMORY
+        "Base page size";
+    THP_INFO: Gauge "powerdiag_transparent_hugepage_info" ["enabled", "defrag"] when MEMORY
+        "Transparent huge pages settings";
+    MARIADBD_RESIDENT: Gauge "powerdiag_mariadbd_resident_bytes" [] unit "bytes" when MARIADBD
+        "mariadbd resident memory";
+    MARIADBD_ANON_HUGE: Gauge "powerdiag_mariadbd_anon_huge_bytes" [] unit "bytes" when MARIADBD
+        "mariadbd anonymous memory in transparent huge pages";
+    MARIADBD_PAGE_SIZE: Gauge "powerdiag_mariadbd_page_size_bytes" ["segment"] unit "bytes" when MARIADBD
+        "Page size of mariadbd's memory (AIX: per segment)";
+    MARIADBD_PERF_EVENTS: Gauge "powerdiag_mariadbd_perf_events" ["event"] when COUNTERS
+        "Hardware and software events counted on mariadbd's threads over the window (absent when unavailable)";
+    MARIADBD_PERF_WINDOW: Gauge "powerdiag_mariadbd_perf_window_seconds" [] unit "seconds" when COUNTERS
+        "Length of the counting window";
+
+    PROCESS_CPU_SECONDS: Counter "process_cpu_seconds_total" [] unit "seconds" when SELF_LINUX
+        "Total user and system CPU time spent in seconds";
+    PROCESS_OPEN_FDS: Gauge "process_open_fds" [] when SELF_LINUX
+        "Number of open file descriptors";
+    PROCESS_MAX_FDS: Gauge "process_max_fds" [] when SELF_LINUX
+        "Maximum number of open file descriptors";
+    PROCESS_VIRTUAL_MEMORY: Gauge "process_virtual_memory_bytes" [] unit "bytes" when SELF_LINUX
+        "Virtual memory size in bytes";
+    PROCESS_RESIDENT_MEMORY: Gauge "process_resident_memory_bytes" [] unit "bytes" when SELF_LINUX
+        "Resident memory size in bytes";
+    PROCESS_START_TIME: Gauge "process_start_time_seconds" [] unit "seconds" when SELF_LINUX
+        "Start time of the process since unix epoch in seconds";
+}
+
+/// Looks a metric up by its sample name.
+pub fn find(name: &str) -> Option<&'static Entry> {
+    CATALOGUE.iter().find(|e| e.name == name)
+}
+
+/// The README's metric table (between its `metrics` markers).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "| metric | type | unit | labels | exported when | help |\n|---|---|---|---|---|---|\n",
+    );
+    for e in CATALOGUE {
+        let labels = if e.labels.is_empty() {
+            String::new()
+        } else {
+            e.labels
+                .iter()
+                .map(|l| format!("`{l}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            e.name,
+            e.kind.as_str(),
+            e.unit.unwrap_or(""),
+            labels,
+            e.when,
+            e.help.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn valid_name(s: &str) -> bool {
+        let mut c = s.chars();
+        c.next().is_some_and(|f| f.is_ascii_lowercase() || f == '_')
+            && c.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    }
+
+    #[test]
+    fn names_are_unique_well_formed_and_carry_their_unit() {
+        let mut seen = BTreeSet::new();
+        for e in CATALOGUE {
+            assert!(seen.insert(e.name), "{} twice", e.name);
+            assert!(valid_name(e.name), "{}", e.name);
+            assert!(
+                e.name.starts_with("powerdiag_") || e.name.starts_with("process_"),
+                "{}: the agent's metrics are powerdiag_*, its own process's process_*",
+                e.name
+            );
+            let base = match e.kind {
+                Kind::Counter => e
+                    .name
+                    .strip_suffix("_total")
+                    .unwrap_or_else(|| panic!("counter {} must end in _total", e.name)),
+                Kind::Gauge => {
+                    assert!(
+                        !e.name.ends_with("_total"),
+                        "gauge {} ends in _total",
+                        e.name
+                    );
+                    e.name
+                }
+            };
+            if let Some(u) = e.unit {
+                assert!(base.ends_with(&format!("_{u}")), "{}: unit {u}", e.name);
+            }
+            for suffix in ["_seconds", "_bytes", "_hertz", "_ratio"] {
+                if base.ends_with(suffix) {
+                    assert_eq!(e.unit, Some(&suffix[1..]), "{}: declare its unit", e.name);
+                }
+            }
+            // A summary/histogram's reserved suffixes and labels are not ours to use.
+            for reserved in ["_sum", "_count", "_bucket"] {
+                assert!(!e.name.ends_with(reserved), "{}", e.name);
+            }
+            let mut labels = BTreeSet::new();
+            for l in e.labels {
+                assert!(
+                    valid_name(l) && !l.starts_with("__"),
+                    "{}: label {l}",
+                    e.name
+                );
+                assert!(labels.insert(l), "{}: label {l} twice", e.name);
+                assert!(
+                    !["quantile", "le", "job", "instance"].contains(l),
+                    "{}: label {l} is reserved (promtool, Prometheus)",
+                    e.name
+                );
+            }
+            assert!(
+                !e.help.is_empty() && !e.help.contains(['\n', '\\']) && !e.help.ends_with('.'),
+                "{}: help is one line, no backslash, no final period (the registry adds it)",
+                e.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_readme_lists_every_metric() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        const BEGIN: &str =
+            "<!-- metrics: generated from crates/agent/src/daemon/catalogue.rs -->\n";
+        const END: &str = "<!-- /metrics -->";
+        let start = readme
+            .find(BEGIN)
+            .expect("README.md lacks the metrics marker")
+            + BEGIN.len();
+        let end = start
+            + readme[start..]
+                .find(END)
+                .expect("README.md lacks <!-- /metrics -->");
+        let table = markdown();
+        if readme[start..end] != table {
+            if std::env::var_os("UPDATE_README").is_some() {
+                let updated = format!("{}{table}{}", &readme[..start], &readme[end..]);
+                std::fs::write(path, updated).unwrap();
+            } else {
+                panic!(
+                    "README.md's metric table is stale: run `UPDATE_README=1 cargo test -p powerdiag-agent catalogue`"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! The golden exposition: recorded snapshots (`examples/*.json`) → the exact `/metrics` text
+//! the agent serves, as insta snapshots (`tests/snapshots/`), so a renamed, re-typed or
+//! re-labelled metric shows up in review. Each body must pass `promtool check metrics` — in
+//! every configuration the shipped configurations enable (the probe on as in
+//! `deploy/systemd/agent.toml`, off as by default, statement counters on) — and every
+//! catalogued metric appears in at least one of them.
+//!
+//! promtool is Debian's `prometheus` package (tests/harness/setup.sh installs it), found the
+//! way tests/harness/prometheus.sh finds it: `$POWERDIAG_PROMTOOL`, else /usr/bin/promtool.
+//! Review a changed snapshot with `cargo insta review`; accept with `INSTA_UPDATE=always`.
+
+// A failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::{
+    collections::BTreeSet,
+    io::Write,
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::{Duration, SystemTime},
+};
+
+use powerdiag_agent::daemon::{
+    catalogue::CATALOGUE,
+    metrics::{SampleMetrics, encode_sample, render, to_prometheus_text},
+    self_info::{BuildInfo, ProcessStats},
+};
+use powerdiag_rules::{
+    CollectorRun, CpuSeconds, DigestCounters, Gathered, Settings, Snapshot, StatusVar, VectorIndex,
+    evaluate, read_snapshot, testing::SnapshotBuilder,
+};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example(name: &str) -> Snapshot {
+    let path = root().join("examples").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    read_snapshot(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The probe off (`[probe] enabled = false`, the agent's default): no probe in the sample.
+fn without_probe(mut s: Snapshot) -> Snapshot {
+    if let Some(f) = &mut s.mariadb.facts {
+        f.probe = Gathered::Unavailable("the probe is off".into());
+    }
+    s
+}
+
+/// What the recorded examples (doctor snapshots) lack and a running agent's sample has: the
+/// collector runs, the status counters, the statement counters (`[statements]`), the perf
+/// events' values, the CPU seconds since boot — and names that need escaping.
+fn with_agent_facts(mut s: Snapshot) -> Snapshot {
+    if s.collectors.is_empty() {
+        for (name, secs, ok) in [
+            ("host", 0.0012, true),
+            ("os", 1.0213, true),
+            ("mariadb", 0.0034, true),
+            ("mariadb_vector_indexes", 0.0121, true),
+            ("mariadb_statements", 0.0089, true),
+            ("mariadb_probe", 0.0, false),
+        ] {
+            s.collectors.push(CollectorRun {
+                name: name.into(),
+                duration_seconds: secs,
+                success: ok,
+                error: (!ok).then(|| "the probe is off".into()),
+            });
+        }
+    }
+    if let Some(f) = &mut s.mariadb.facts {
+        for (var, v) in [
+            (StatusVar::HandlerReadLast, "1234"),
+            (StatusVar::HandlerReadRnd, "98765"),
+            (StatusVar::InnodbBufferPoolReadRequests, "123456789"),
+            (StatusVar::InnodbBufferPoolReads, "4567"),
+            (StatusVar::Questions, "345678"),
+            (StatusVar::SlowQueries, "12"),
+            (StatusVar::ThreadsConnected, "17"),
+            (StatusVar::ThreadsRunning, "3"),
+            (StatusVar::MemoryUsed, "536870912"),
+            (StatusVar::Uptime, "86400"),
+        ] {
+            f.status.insert(var.name().to_owned(), v.to_owned());
+        }
+        if !matches!(f.statements, Gathered::Available(_)) {
+            let with = SnapshotBuilder::new()
+                .mariadb("11.8.6-MariaDB")
+                .statements(Vec::new(), 0)
+                .build();
+            f.statements = with.mariadb.facts.unwrap().statements;
+        }
+        if let Gathered::Available(st) = &mut f.statements {
+            st.counters = vec![
+                DigestCounters {
+                    schema: Some("shop".into()),
+                    digest: "5f1b7c0e9a2d4e6f8a0b1c2d3e4f5a6b".into(),
+                    text: "SELECT `id` , `title` FROM `docs` ORDER BY VEC_DISTANCE_EUCLIDEAN ( `e` , ? ) LIMIT ?".into(),
+                    calls: 1200,
+                    time_us: 8_400_000,
+                    rows_examined: 96_000,
+                    rows_sent: 12_000,
+                    no_index_used: 0,
+                },
+                DigestCounters {
+                    schema: Some("we\"ird\\sch}ema\n".into()),
+                    digest: "0a1b2c3d4e5f60718293a4b5c6d7e8f9".into(),
+                    text: "SELECT * FROM `t\"}` WHERE `a` = ?".into(),
+                    calls: 40,
+                    time_us: 250_000,
+                    rows_examined: 400_000,
+                    rows_sent: 40,
+                    no_index_used: 40,
+                },
+                DigestCounters {
+                    digest: "other".into(),
+                    calls: 77,
+                    time_us: 90_000,
+                    rows_examined: 300,
+                    rows_sent: 150,
+                    ..Default::default()
+                },
+            ];
+        }
+        if let Gathered::Available(v) = &mut f.vector_indexes
+            && let Some(first) = v.first().cloned()
+        {
+            v.push(VectorIndex {
+                schema: "x\"} 1\npowerdiag_check{code=\"PD401\",status=\"fail\",s=\"".into(),
+                table: "t\\\"}".into(),
+                ..first
+            });
+        }
+    }
+    if let Gathered::Available(o) = &mut s.os
+        && let Gathered::Available(c) = &mut o.counters
+    {
+        for (e, v) in c.events.iter_mut().zip([987_654_321u64, 4_321]) {
+            e.value = Some(v);
+            e.unavailable = None;
+        }
+    }
+    if let Gathered::Available(o) = &mut s.os
+        && let Gathered::Available(t) = &mut o.cpu_time
+    {
+        t.since_boot_seconds = Some(CpuSeconds {
+            user: 812_345.67,
+            nice: 12.5,
+            system: 98_765.43,
+            idle: 9_876_543.21,
+            iowait: 4_321.0,
+            irq: 0.0,
+            softirq: 1_234.56,
+            steal: 2_345.67,
+        });
+    }
+    s
+}
+
+fn body(s: &Snapshot, openmetrics: bool) -> String {
+    let taken_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_762_166_400);
+    let encoded = encode_sample(&SampleMetrics {
+        snapshot: s,
+        report: &evaluate(s),
+        settings: &Settings::default(),
+        taken_at,
+        duration: Duration::from_millis(1234),
+        sql_statements: 3,
+        build: &BuildInfo {
+            version: "1.2.3".into(),
+            revision: "0123456789ab".into(),
+            target: "powerpc64le-unknown-linux-gnu".into(),
+            rustc: "1.95.0".into(),
+        },
+        process: &ProcessStats {
+            cpu_seconds: Some(12.34),
+            open_fds: Some(11),
+            max_fds: Some(1024),
+            virtual_memory_bytes: Some(123_456_789),
+            resident_memory_bytes: Some(9_437_184),
+            start_time_seconds: Some(1_762_160_000.25),
+        },
+    });
+    let now = taken_at + Duration::from_millis(4500);
+    if openmetrics {
+        render(&encoded, Some(taken_at), now, true)
+    } else {
+        render(&to_prometheus_text(&encoded), Some(taken_at), now, false)
+    }
+}
+
+fn promtool() -> PathBuf {
+    std::env::var_os("POWERDIAG_PROMTOOL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/promtool"))
+}
+
+/// `promtool check metrics` on `text`: its complaints, empty when it has none.
+fn promtool_check(text: &str) -> String {
+    let tool = promtool();
+    let mut child = Command::new(&tool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}. Install Debian's prometheus package (tests/harness/setup.sh does) or set POWERDIAG_PROMTOOL",
+                tool.display()
+            )
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && said.trim().is_empty() {
+        String::new()
+    } else {
+        format!("exit {:?}: {said}", out.status.code())
+    }
+}
+
+/// Sample names in a Prometheus text body.
+fn names(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn configurations() -> Vec<(&'static str, Snapshot)> {
+    vec![
+        // deploy/systemd/agent.toml: probe and statements on.
+        (
+            "linux_probe_on",
+            with_agent_facts(example("s924-linux-dedicated.json")),
+        ),
+        // The defaults: probe off.
+        (
+            "linux_probe_off",
+            without_probe(with_agent_facts(example("s924-linux-dedicated.json"))),
+        ),
+        ("aix_probe_on", example("s924-aix-shared-gcc.json")),
+    ]
+}
+
+#[test]
+fn golden_exposition() {
+    let mut seen = BTreeSet::new();
+    let mut complaints = Vec::new();
+    for (name, snapshot) in configurations() {
+        let text = body(&snapshot, false);
+        let said = promtool_check(&text);
+        if !said.is_empty() {
+            complaints.push(format!("{name}: {said}"));
+        }
+        seen.extend(names(&text));
+        insta::assert_snapshot!(name, text);
+    }
+    let om = body(&configurations()[0].1, true);
+    insta::assert_snapshot!("linux_probe_on_openmetrics", om);
+    assert!(
+        complaints.is_empty(),
+        "promtool check metrics:\n{}",
+        complaints.join("\n")
+    );
+    // Every catalogued metric is in at least one golden body, so none goes unreviewed.
+    let missing: Vec<&str> = CATALOGUE
+        .iter()
+        .map(|e| e.name)
+        .filter(|n| !seen.contains(*n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "catalogued but in no golden body: {missing:?}"
+    );
+}
+
+/// promtool does complain: the check above is not vacuous.
+#[test]
+fn promtool_rejects_a_quantile_label_on_a_gauge() {
+    let said = promtool_check(
+        "# HELP x_seconds Latency.\n# TYPE x_seconds gauge\nx_seconds{quantile=\"0.5\"} 1\n",
+    );
+    assert!(said.contains("quantile"), "{said}");
+}
