@@ -50,29 +50,38 @@ pub(super) struct Ticks {
 
 pub(super) fn read_ticks(r: &Roots) -> Result<Ticks, CollectError> {
     let path = r.proc("stat");
-    parse(&read(&path)?)
-        .ok_or_else(|| CollectError::parse(&path, "no well-formed aggregate `cpu` line"))
+    parse(&read(&path)?).map_err(|e| CollectError::procfs(&path, e))
 }
 
-/// Parses the first `cpu ` line: user nice system idle iowait irq softirq steal [guest guest_nice].
-/// guest time is already inside user, so it is not added again.
-pub(super) fn parse(text: &str) -> Option<Ticks> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    if v.len() < 4 {
-        return None;
-    }
-    let get = |i: usize| v.get(i).copied().unwrap_or(0);
-    let total = v.iter().take(8).fold(0u64, |a, b| a.saturating_add(*b));
-    Some(Ticks {
-        total,
-        idle: get(3).saturating_add(get(4)),
-        steal: get(7),
-        modes: std::array::from_fn(get),
+/// `/proc/stat` through the procfs crate's `KernelStats` (the aggregate `cpu` line: user nice
+/// system idle iowait irq softirq steal [guest guest_nice]). guest time is already inside
+/// user, so it is not added again. The ticks stay ticks: the system information given is only
+/// what the parser needs, never the live host's (a recorded tree is not this machine).
+pub(super) fn parse(text: &str) -> procfs::ProcResult<Ticks> {
+    use procfs::FromReadSI;
+    let info = procfs::ExplicitSystemInfo {
+        boot_time_secs: 0,
+        ticks_per_second: rustix::param::clock_ticks_per_second().max(1),
+        page_size: 4096,
+        is_little_endian: cfg!(target_endian = "little"),
+    };
+    let k = procfs::KernelStats::from_read(text.as_bytes(), &info)?;
+    let c = k.total;
+    let modes = [
+        c.user,
+        c.nice,
+        c.system,
+        c.idle,
+        c.iowait.unwrap_or(0),
+        c.irq.unwrap_or(0),
+        c.softirq.unwrap_or(0),
+        c.steal.unwrap_or(0),
+    ];
+    Ok(Ticks {
+        total: modes.iter().fold(0u64, |a, b| a.saturating_add(*b)),
+        idle: modes[3].saturating_add(modes[4]),
+        steal: modes[7],
+        modes,
     })
 }
 
@@ -136,10 +145,17 @@ pub(super) fn shares(a: Option<Ticks>, b: Ticks, window_secs: f64) -> CpuTime {
 mod tests {
     use super::*;
 
+    /// A whole `/proc/stat` around the given cpu lines.
+    fn stat(cpu: &str) -> String {
+        format!(
+            "{cpu}\nintr 0\nctxt 10\nbtime 1700000000\nprocesses 5\nprocs_running 1\nprocs_blocked 0\n"
+        )
+    }
+
     #[test]
     fn steal_over_a_window_and_since_boot() {
-        let a = parse("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3 4\n").unwrap();
-        let b = parse("cpu  160 0 70 900 10 0 0 60 5 0\n").unwrap();
+        let a = parse(&stat("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3 4")).unwrap();
+        let b = parse(&stat("cpu  160 0 70 900 10 0 0 60 5 0")).unwrap();
         let w = shares(Some(a), b, 1.0);
         assert_eq!(w.basis, "window 1.00 s");
         assert!((w.steal_share.unwrap() - 20.0 / 200.0).abs() < 1e-9);
@@ -152,7 +168,7 @@ mod tests {
 
     #[test]
     fn seconds_since_boot_per_mode() {
-        let t = parse("cpu  160 1 70 900 10 2 3 60 5 0\n").unwrap();
+        let t = parse(&stat("cpu  160 1 70 900 10 2 3 60 5 0")).unwrap();
         let s = seconds(&t, 100).unwrap();
         assert_eq!(
             s.modes(),
@@ -168,7 +184,7 @@ mod tests {
             ]
         );
         // An old kernel's line without steal: 0 s.
-        let old = parse("cpu  1 2 3 4\n").unwrap();
+        let old = parse(&stat("cpu  1 2 3 4")).unwrap();
         assert_eq!(seconds(&old, 100).unwrap().steal, 0.0);
         assert_eq!(seconds(&old, 0), None);
         // Every sample carries them, window or not.
@@ -181,9 +197,11 @@ mod tests {
 
     #[test]
     fn malformed() {
-        assert_eq!(parse(""), None);
-        assert_eq!(parse("cpu  1 2 x 4"), None);
-        assert_eq!(parse("cpu  1 2"), None);
-        assert!(parse(&format!("cpu  {} {} 0 0", u64::MAX, u64::MAX)).is_some());
+        assert!(parse("").is_err());
+        assert!(parse(&stat("cpu  1 2 x 4")).is_err());
+        assert!(parse(&stat("cpu  1 2")).is_err());
+        // Truncated after the cpu lines (no ctxt/btime/processes): not a whole /proc/stat.
+        assert!(parse("cpu  1 2 3 4\n").is_err());
+        assert!(parse(&stat(&format!("cpu  {} {} 0 0", u64::MAX, u64::MAX))).is_ok());
     }
 }
