@@ -114,12 +114,13 @@ impl Window {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::{path::Path, sync::mpsc, time::Duration};
 
     use super::*;
 
-    fn write(root: &Path, rel: &str, text: &str) {
+    /// Writes `text` at `rel` under a test tree, creating the directories.
+    pub(in crate::collect::os::linux) fn write(root: &Path, rel: &str, text: &str) {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();

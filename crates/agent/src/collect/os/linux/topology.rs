@@ -253,15 +253,8 @@ fn numa(r: &Roots) -> Result<(Vec<NumaNode>, Option<String>), CollectError> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-
-    fn write(root: &Path, rel: &str, text: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    use crate::collect::os::linux::tests::write;
 
     /// An older kernel's layout: no `cpu/online`, no `node/online`, masks instead of lists.
     #[test]
