@@ -21,6 +21,17 @@ pub struct OsFacts {
     /// `Available(None)`: not a partitioned (PowerVM) machine.
     pub partition: Gathered<Option<PartitionFacts>>,
     pub counters: Gathered<PerfCounters>,
+    /// Swap-ins and swap-outs of the whole system over the window (or since boot).
+    #[serde(default = "not_collected::<SwapActivity>")]
+    pub swap: Gathered<SwapActivity>,
+    /// The filesystems under the server's `datadir`, `tmpdir` and InnoDB log directory (a
+    /// server on this host only), with their device's busy time over the window.
+    #[serde(default = "not_collected::<Vec<Filesystem>>")]
+    pub storage: Gathered<Vec<Filesystem>>,
+}
+
+fn not_collected<T>() -> Gathered<T> {
+    Gathered::Unavailable("not collected (a snapshot from an older powerdiag)".into())
 }
 
 impl OsFacts {
@@ -36,6 +47,8 @@ impl OsFacts {
             cpu_time: Gathered::Unavailable(u()),
             partition: Gathered::Unavailable(u()),
             counters: Gathered::Unavailable(u()),
+            swap: Gathered::Unavailable(u()),
+            storage: Gathered::Unavailable(u()),
         }
     }
 }
@@ -124,6 +137,14 @@ pub struct NumaNode {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryFacts {
+    /// `MemAvailable` (Linux): what can be allocated without swapping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_bytes: Option<u64>,
+    /// Swap space configured and free (`SwapTotal`, `SwapFree`; AIX: paging space).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_total_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_free_bytes: Option<u64>,
     pub base_page_bytes: Option<u64>,
     /// Transparent huge pages: the bracketed choice of `enabled` and `defrag`.
     pub thp_enabled: Option<String>,
@@ -187,6 +208,9 @@ pub struct ProcessFacts {
     pub affinity: Option<String>,
     pub affinity_cpus: Option<u32>,
     pub threads: Option<u32>,
+    /// mariadbd's memory in swap (`VmSwap`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -276,6 +300,44 @@ pub struct PerfCounters {
     pub events: Vec<PerfEvent>,
 }
 
+/// Pages swapped in and out (`/proc/vmstat` `pswpin`/`pswpout`; AIX page-space ins/outs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SwapActivity {
+    /// `window 1.00 s` or `since boot`.
+    pub basis: String,
+    /// Over the basis.
+    pub pages_in: u64,
+    pub pages_out: u64,
+    /// Since boot (counters for `rate()`).
+    pub total_pages_in: u64,
+    pub total_pages_out: u64,
+    pub page_bytes: Option<u64>,
+}
+
+/// A filesystem holding one or more of the server's directories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Filesystem {
+    /// The server variables whose directory it holds (`datadir`, `tmpdir`,
+    /// `innodb_log_group_home_dir`).
+    pub roles: Vec<String>,
+    /// The first directory of those, as the server names it.
+    pub path: String,
+    pub mount_point: Option<String>,
+    pub fs_type: Option<String>,
+    /// The block device (`major:minor` and name) under it, when it has one.
+    pub device: Option<String>,
+    pub total_bytes: u64,
+    /// Free to unprivileged users (`statvfs` `f_bavail`), what mariadbd can use.
+    pub available_bytes: u64,
+    /// The device's busy share and average requests in flight over the window.
+    pub busy_share: Option<f64>,
+    pub avg_in_flight: Option<f64>,
+    /// `window 1.00 s`; `None` without device statistics.
+    pub io_basis: Option<String>,
+    /// Why there are no device statistics (no window, a filesystem without a block device).
+    pub io_unread: Option<String>,
+}
+
 impl PerfCounters {
     pub fn event(&self, name: &str) -> Option<&PerfEvent> {
         self.events.iter().find(|e| e.name == name)
@@ -310,6 +372,12 @@ impl crate::Snapshot {
     }
     pub fn counters(&self) -> Result<&PerfCounters, Verdict> {
         section(&self.os()?.counters, "hardware counters")
+    }
+    pub fn swap(&self) -> Result<&SwapActivity, Verdict> {
+        section(&self.os()?.swap, "swap activity")
+    }
+    pub fn storage(&self) -> Result<&[Filesystem], Verdict> {
+        section(&self.os()?.storage, "the server's filesystems").map(Vec::as_slice)
     }
     /// The PowerVM partition, or `not_applicable` when the host is not one.
     pub fn partition(&self) -> Result<&PartitionFacts, Verdict> {

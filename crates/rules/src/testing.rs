@@ -1,10 +1,11 @@
 //! [`SnapshotBuilder`]: concise snapshots for rule tests, here and in the other crates.
 
 use crate::{
-    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Digest, Gathered,
-    HostFacts, MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts, PerfCounters,
-    PerfEvent, Probe, ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot, StatementPeriod,
-    StatementTotals, Statements, StatusVar, Topology, Var, VectorIndex,
+    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Digest, Filesystem,
+    Gathered, HostFacts, MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts,
+    PerfCounters, PerfEvent, Probe, ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot,
+    StatementPeriod, StatementTotals, Statements, StatusVar, SwapActivity, Topology, Var,
+    VectorIndex,
 };
 
 /// Builds a [`Snapshot`]: a Linux x86-64 host with 8 threads and 16 GiB, and (with
@@ -293,6 +294,9 @@ pub fn linux_os() -> OsFacts {
             hugepages_free: Some(0),
             hugepage_bytes: Some(2 << 20),
             page_sizes: vec![4096, 2 << 20],
+            available_bytes: Some(20 << 30),
+            swap_total_bytes: Some(2 << 30),
+            swap_free_bytes: Some(2 << 30),
         }),
         process: Gathered::Available(ProcessFacts {
             pid: 4242,
@@ -330,6 +334,27 @@ pub fn linux_os() -> OsFacts {
                 })
                 .collect(),
         }),
+        swap: Gathered::Available(SwapActivity {
+            basis: "window 1.00 s".into(),
+            pages_in: 0,
+            pages_out: 0,
+            total_pages_in: 120,
+            total_pages_out: 300,
+            page_bytes: Some(4096),
+        }),
+        storage: Gathered::Available(vec![Filesystem {
+            roles: vec!["datadir".into(), "innodb_log_group_home_dir".into()],
+            path: "/var/lib/mysql/".into(),
+            mount_point: Some("/var/lib/mysql".into()),
+            fs_type: Some("xfs".into()),
+            device: Some("259:1 nvme0n1p1".into()),
+            total_bytes: 500 << 30,
+            available_bytes: 250 << 30,
+            busy_share: Some(0.12),
+            avg_in_flight: Some(0.3),
+            io_basis: Some("window 1.00 s".into()),
+            io_unread: None,
+        }]),
     }
 }
 
@@ -455,6 +480,12 @@ pub fn aix_os() -> OsFacts {
         partition: Gathered::Available(Some(partition)),
         counters: Gathered::Unavailable(
             "unavailable: the AIX collector does not read hardware counters yet".into(),
+        ),
+        swap: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read paging-space activity yet".into(),
+        ),
+        storage: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read filesystems yet".into(),
         ),
     }
 }

@@ -38,6 +38,8 @@ named_enum! {
         Hostname => "hostname",
         PidFile => "pid_file",
         Datadir => "datadir",
+        Tmpdir => "tmpdir",
+        InnodbLogGroupHomeDir => "innodb_log_group_home_dir",
         Port => "port",
         Socket => "socket",
         MhnswMaxCacheSize => "mhnsw_max_cache_size",

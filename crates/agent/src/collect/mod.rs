@@ -69,12 +69,24 @@ pub async fn collect(
     if !opts.candidates.is_empty() {
         let mut hook = |facts: Option<&powerdiag_rules::MariadbFacts>| {
             // The server's pid file names its process, but only if it runs on this host.
+            let dirs: Vec<(String, String)> = facts
+                .map(|f| {
+                    [Var::Datadir, Var::Tmpdir, Var::InnodbLogGroupHomeDir]
+                        .into_iter()
+                        .filter_map(|v| {
+                            let path = f.variables.get(v.name())?;
+                            (!path.is_empty()).then(|| (v.name().to_owned(), path.clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             let server = match facts.map(|f| (f.same_host, f)) {
                 Some((Some(true), f)) => os::ServerProcess::Local {
                     pid_file: f
                         .variables
                         .get(Var::PidFile.name())
                         .map_or("", String::as_str),
+                    dirs: &dirs,
                 },
                 Some((Some(false), _)) => os::ServerProcess::Remote,
                 _ => os::ServerProcess::Unknown,

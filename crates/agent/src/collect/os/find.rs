@@ -19,12 +19,34 @@ pub struct Found {
 /// Which server to look for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerProcess<'a> {
-    /// Connected to a server on this host: its `@@pid_file` (may be empty).
-    Local { pid_file: &'a str },
+    /// Connected to a server on this host: its `@@pid_file` (may be empty) and its
+    /// directories as `(variable, path)` (`datadir`, `tmpdir`, ...).
+    Local {
+        pid_file: &'a str,
+        dirs: &'a [(String, String)],
+    },
     /// Connected to a server on another host: there is no process here to look at.
     Remote,
     /// Not connected: the one mariadbd on this host, if there is exactly one.
     Unknown,
+}
+
+/// The server's directories, when it runs on this host.
+pub(crate) fn server_dirs(
+    target: ServerProcess<'_>,
+) -> Result<Vec<(String, String)>, CollectError> {
+    match target {
+        ServerProcess::Local { dirs, .. } if !dirs.is_empty() => Ok(dirs.to_vec()),
+        ServerProcess::Local { .. } => Err(CollectError::Other(
+            "the server did not report its datadir".into(),
+        )),
+        ServerProcess::Remote => Err(CollectError::skipped(
+            "unavailable: the server runs on another host (its filesystems are not here)",
+        )),
+        ServerProcess::Unknown => Err(CollectError::skipped(
+            "unavailable: no server connected, so its directories are unknown",
+        )),
+    }
 }
 
 /// Finds the server: by its pid file (read under rootfs), else among `by_name()` — the pids
@@ -40,7 +62,7 @@ pub(crate) fn find(
                 "unavailable: the server runs on another host",
             ));
         }
-        ServerProcess::Local { pid_file } => Some(pid_file).filter(|p| !p.is_empty()),
+        ServerProcess::Local { pid_file, .. } => Some(pid_file).filter(|p| !p.is_empty()),
         ServerProcess::Unknown => None,
     };
     if let Some(pf) = pid_file {
@@ -119,6 +141,7 @@ mod tests {
         std::fs::write(d.path().join("root/run/m.pid"), "42\n").unwrap();
         let local = ServerProcess::Local {
             pid_file: "/run/m.pid",
+            dirs: &[],
         };
         let f = find(&r, local, || panic!("names are not needed")).unwrap();
         assert_eq!(
@@ -137,6 +160,7 @@ mod tests {
         // No pid file: exactly one process by name.
         let none = ServerProcess::Local {
             pid_file: "/run/none.pid",
+            dirs: &[],
         };
         assert_eq!(find(&r, none, || Ok(vec![42])).unwrap().by, "process name");
         let e = find(&r, ServerProcess::Unknown, || Ok(vec![7, 42])).unwrap_err();

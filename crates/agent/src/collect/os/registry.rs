@@ -29,6 +29,8 @@ pub(crate) struct Ctx<'a> {
     pub window: Duration,
     /// mariadbd, looked up once for every collector.
     pub process: &'a Result<Found, CollectError>,
+    /// The server's directories as `(variable, path)`, when it runs on this host; else why not.
+    pub server_dirs: &'a Result<Vec<(String, String)>, CollectError>,
 }
 
 /// One section of the OS facts. One file, one `impl`, one line in the registry.
@@ -209,11 +211,13 @@ mod tests {
     fn baselines_return_to_their_collector_and_skips_report_no_run() {
         let roots = Roots::default();
         let process = Err(CollectError::skipped("none"));
+        let server_dirs = Err(CollectError::skipped("none"));
         let ctx = Ctx {
             roots: &roots,
             windowed: true,
             window: Duration::from_secs(1),
             process: &process,
+            server_dirs: &server_dirs,
         };
         let list: [&dyn Registered; 2] = [&Counting, &Skips];
         let b = begin(&list, &ctx);
@@ -232,11 +236,13 @@ mod tests {
     fn past_the_deadline_every_collector_times_out() {
         let roots = Roots::default();
         let process = Err(CollectError::skipped("none"));
+        let server_dirs = Err(CollectError::skipped("none"));
         let ctx = Ctx {
             roots: &roots,
             windowed: false,
             window: Duration::ZERO,
             process: &process,
+            server_dirs: &server_dirs,
         };
         let list: [&dyn Registered; 2] = [&Counting, &Skips];
         let mut facts = OsFacts::unavailable("test", "not collected");

@@ -104,6 +104,12 @@ pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
             (Err(e), _) | (_, Err(e)) => Err(e.clone()),
         }),
         counters: Gathered::Unavailable(COUNTERS.into()),
+        swap: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read paging-space activity yet".into(),
+        ),
+        storage: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read filesystems yet".into(),
+        ),
     }
 }
 

@@ -63,5 +63,8 @@ pub(super) fn collect(r: &Roots, base_page: Option<u64>) -> Result<MemoryFacts, 
         hugepages_free: m.hugepages_free,
         hugepage_bytes: m.hugepagesize,
         page_sizes,
+        available_bytes: m.mem_available,
+        swap_total_bytes: Some(m.swap_total),
+        swap_free_bytes: Some(m.swap_free),
     })
 }

@@ -9,6 +9,8 @@ mod memory;
 mod perf;
 mod process;
 mod stat;
+mod storage;
+mod swap;
 mod topology;
 
 use std::{
@@ -39,6 +41,8 @@ static COLLECTORS: &[&dyn Registered] = &[
     &memory::Memory,
     &lparcfg::Partition,
     &perf::Counters,
+    &swap::Swap,
+    &storage::Storage,
 ];
 
 /// The first half of a windowed sample.
@@ -48,12 +52,14 @@ pub(super) struct Window {
     started: Instant,
     windowed: bool,
     process: Result<Found, CollectError>,
+    server_dirs: Result<Vec<(String, String)>, CollectError>,
     baselines: Vec<Option<Box<dyn Any + Send>>>,
 }
 
 impl Window {
     pub(super) fn begin(roots: &Roots, target: ServerProcess<'_>, window: Duration) -> Window {
         let process = super::find::find(roots, target, || process::by_name(roots));
+        let server_dirs = super::find::server_dirs(target);
         // No window ("0s"): no first reading, so the shares, dispatches and SPURR/PURR ratio are
         // since boot, as documented. A first reading would make the "window" the few
         // milliseconds the collectors take, where one stolen tick reads as a large steal share.
@@ -63,6 +69,7 @@ impl Window {
             windowed,
             window: Duration::ZERO,
             process: &process,
+            server_dirs: &server_dirs,
         };
         let baselines = registry::begin(COLLECTORS, &ctx);
         Window {
@@ -70,6 +77,7 @@ impl Window {
             started: Instant::now(),
             windowed,
             process,
+            server_dirs,
             baselines,
         }
     }
@@ -99,6 +107,7 @@ impl Window {
             windowed: self.windowed,
             window: self.started.elapsed(),
             process: &self.process,
+            server_dirs: &self.server_dirs,
         };
         let mut facts = OsFacts::unavailable(&self.roots.describe(), "not collected");
         let runs = registry::finish(
@@ -206,7 +215,7 @@ pub(super) mod tests {
             .filter(|r| !r.success)
             .map(|r| r.name.as_str())
             .collect();
-        assert_eq!(failed, ["process", "cpu_time", "cpu", "memory"]);
+        assert_eq!(failed, ["process", "cpu_time", "cpu", "memory", "swap"]);
         assert!(!runs.iter().any(|r| r.name == "counters"));
         let all = format!("{facts:?}");
         assert!(

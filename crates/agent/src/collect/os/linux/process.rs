@@ -138,6 +138,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         found_by: found_by.to_owned(),
         rss_bytes: status.vmrss.map(|kb| kb.saturating_mul(1024)),
         threads: u32::try_from(status.threads).ok(),
+        swap_bytes: status.vmswap.map(|kb| kb.saturating_mul(1024)),
         ..Default::default()
     };
     if let Some(ranges) = &status.cpus_allowed_list {
