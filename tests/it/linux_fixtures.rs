@@ -85,6 +85,8 @@ fn every_tree_replays_to_its_expected_facts_and_verdicts() {
             }
         }
         untree(&mut os, &tree.display().to_string());
+        let mut verdicts = serde_json::Value::Array(verdicts);
+        untree(&mut verdicts, &tree.display().to_string());
         settings.bind(|| {
             insta::assert_json_snapshot!(
                 "linux_tree",

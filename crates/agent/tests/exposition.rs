@@ -155,6 +155,39 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             steal: 2_345.67,
         });
     }
+    // Swap and the server's filesystems (schema 3 and later; the examples predate them), with
+    // a mount point that tries to break out of its label.
+    if let Gathered::Available(o) = &mut s.os {
+        o.swap = Gathered::Available(powerdiag_rules::SwapActivity {
+            basis: "window 1.00 s".into(),
+            pages_in: 0,
+            pages_out: 3,
+            total_pages_in: 1_200,
+            total_pages_out: 4_800,
+            page_bytes: Some(65_536),
+        });
+        o.storage = Gathered::Available(vec![powerdiag_rules::Filesystem {
+            roles: vec!["datadir".into(), "tmpdir".into()],
+            path: "/srv/my\"sql}/".into(),
+            mount_point: Some("/srv/my\"sql}".into()),
+            fs_type: Some("xfs".into()),
+            device: Some("259:1 nvme0n1p1".into()),
+            total_bytes: 500 << 30,
+            available_bytes: 40 << 30,
+            busy_share: Some(0.25),
+            avg_in_flight: Some(1.5),
+            io_basis: Some("window 1.00 s".into()),
+            io_unread: None,
+        }]);
+        if let Gathered::Available(m) = &mut o.memory {
+            m.available_bytes = Some(20 << 30);
+            m.swap_total_bytes = Some(8 << 30);
+            m.swap_free_bytes = Some(7 << 30);
+        }
+        if let Gathered::Available(p) = &mut o.process {
+            p.swap_bytes = Some(0);
+        }
+    }
     s
 }
 

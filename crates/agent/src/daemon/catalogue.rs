@@ -106,6 +106,9 @@ const MEMORY: &str = "memory facts read";
 const MARIADBD: &str = "mariadbd found";
 const COUNTERS: &str = "Linux, perf counters on mariadbd";
 const SELF_LINUX: &str = "Linux: the agent's own process";
+const SWAP: &str = "Linux, /proc/vmstat read";
+const STORAGE: &str = "a server on this host, live: per directory role";
+const STORAGE_IO: &str = "a server on this host, live, with a window and a block device";
 
 catalogue! {
     UP: Gauge "powerdiag_up" [] when ALWAYS
@@ -203,6 +206,24 @@ catalogue! {
         "Base page size";
     THP_INFO: Gauge "powerdiag_transparent_hugepage_info" ["enabled", "defrag"] when MEMORY
         "Transparent huge pages settings";
+    MEMORY_AVAILABLE: Gauge "powerdiag_memory_available_bytes" [] unit "bytes" when MEMORY
+        "Memory available without swapping (MemAvailable)";
+    SWAP_SIZE: Gauge "powerdiag_swap_size_bytes" [] unit "bytes" when MEMORY
+        "Swap space configured (SwapTotal)";
+    SWAP_FREE: Gauge "powerdiag_swap_free_bytes" [] unit "bytes" when MEMORY
+        "Swap space free (SwapFree)";
+    SWAP_PAGES: Counter "powerdiag_swap_pages_total" ["direction"] when SWAP
+        "Pages swapped in and out since boot (pswpin, pswpout): rate() above 0 is swapping (PD504)";
+    MARIADBD_SWAP: Gauge "powerdiag_mariadbd_swap_bytes" [] unit "bytes" when MARIADBD
+        "mariadbd's memory in swap (VmSwap)";
+    FILESYSTEM_SIZE: Gauge "powerdiag_filesystem_size_bytes" ["role", "mountpoint"] unit "bytes" when STORAGE
+        "Size of the filesystem holding the server's datadir, tmpdir or InnoDB log directory (role)";
+    FILESYSTEM_AVAIL: Gauge "powerdiag_filesystem_avail_bytes" ["role", "mountpoint"] unit "bytes" when STORAGE
+        "Space of that filesystem available to mariadbd (statvfs f_bavail; PD801)";
+    DISK_BUSY_RATIO: Gauge "powerdiag_disk_busy_ratio" ["role", "device"] unit "ratio" when STORAGE_IO
+        "Share of the window the device under the role's filesystem was busy (PD802)";
+    DISK_IN_FLIGHT: Gauge "powerdiag_disk_requests_in_flight" ["role", "device"] when STORAGE_IO
+        "Average requests in flight on that device over the window (PD802)";
     MARIADBD_RESIDENT: Gauge "powerdiag_mariadbd_resident_bytes" [] unit "bytes" when MARIADBD
         "mariadbd resident memory";
     MARIADBD_ANON_HUGE: Gauge "powerdiag_mariadbd_anon_huge_bytes" [] unit "bytes" when MARIADBD

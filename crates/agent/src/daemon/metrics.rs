@@ -390,6 +390,9 @@ fn os(b: &mut Builder, s: &Snapshot) {
     }
     if let Ok(mem) = o.memory.as_ref() {
         b.one(&c::MEMORY_BASE_PAGE, mem.base_page_bytes.map(|v| v as f64));
+        b.one(&c::MEMORY_AVAILABLE, mem.available_bytes.map(|v| v as f64));
+        b.one(&c::SWAP_SIZE, mem.swap_total_bytes.map(|v| v as f64));
+        b.one(&c::SWAP_FREE, mem.swap_free_bytes.map(|v| v as f64));
         if let Some(thp) = &mem.thp_enabled {
             b.add(
                 &c::THP_INFO,
@@ -397,7 +400,39 @@ fn os(b: &mut Builder, s: &Snapshot) {
             );
         }
     }
+    if let Ok(a) = o.swap.as_ref() {
+        b.add(
+            &c::SWAP_PAGES,
+            [
+                (["in"], a.total_pages_in as f64),
+                (["out"], a.total_pages_out as f64),
+            ],
+        );
+    }
+    if let Ok(filesystems) = o.storage.as_ref() {
+        // One family per metric: every series of a metric in one `add`.
+        let (mut size, mut avail, mut busy, mut queue) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for f in filesystems {
+            let mount = f.mount_point.as_deref().unwrap_or(&f.path);
+            for role in &f.roles {
+                size.push(([role.as_str(), mount], f.total_bytes as f64));
+                avail.push(([role.as_str(), mount], f.available_bytes as f64));
+                if let (Some(b), Some(q), Some(dev)) =
+                    (f.busy_share, f.avg_in_flight, f.device.as_deref())
+                {
+                    busy.push(([role.as_str(), dev], b));
+                    queue.push(([role.as_str(), dev], q));
+                }
+            }
+        }
+        b.add(&c::FILESYSTEM_SIZE, size);
+        b.add(&c::FILESYSTEM_AVAIL, avail);
+        b.add(&c::DISK_BUSY_RATIO, busy);
+        b.add(&c::DISK_IN_FLIGHT, queue);
+    }
     if let Ok(p) = o.process.as_ref() {
+        b.one(&c::MARIADBD_SWAP, p.swap_bytes.map(|v| v as f64));
         b.one(&c::MARIADBD_RESIDENT, p.rss_bytes.map(|v| v as f64));
         b.one(&c::MARIADBD_ANON_HUGE, p.anon_huge_bytes.map(|v| v as f64));
         let mut pages: Vec<([&str; 1], f64)> = [

@@ -22,12 +22,15 @@ mod pd406_dscr_default;
 mod pd407_entitlement_low_per_vcpu;
 mod pd501_numa_memoryless_nodes;
 mod pd502_working_set_exceeds_l3;
+mod pd504_swap_activity;
 mod pd601_aix_gcc_build;
 mod pd602_allocator_default;
 mod pd701_statement_no_index;
 mod pd702_statement_n_plus_one;
 mod pd703_statement_rows_examined_high;
 mod pd704_statement_temp_disk_tables;
+mod pd801_datadir_space_low;
+mod pd802_storage_saturated;
 
 pub use mhnsw::{GraphEstimate, estimate_graph_bytes};
 pub use pd101_mhnsw_cache_undersized::MhnswCacheUndersized;
@@ -49,12 +52,15 @@ pub use pd406_dscr_default::DscrDefault;
 pub use pd407_entitlement_low_per_vcpu::EntitlementLowPerVcpu;
 pub use pd501_numa_memoryless_nodes::NumaMemorylessNodes;
 pub use pd502_working_set_exceeds_l3::WorkingSetExceedsL3;
+pub use pd504_swap_activity::SwapActivity;
 pub use pd601_aix_gcc_build::AixGccBuild;
 pub use pd602_allocator_default::AllocatorDefault;
 pub use pd701_statement_no_index::StatementNoIndex;
 pub use pd702_statement_n_plus_one::StatementNPlusOne;
 pub use pd703_statement_rows_examined_high::StatementRowsExaminedHigh;
 pub use pd704_statement_temp_disk_tables::StatementTempDiskTables;
+pub use pd801_datadir_space_low::DatadirSpaceLow;
+pub use pd802_storage_saturated::StorageSaturated;
 
 /// Every rule, in code order.
 pub static RULES: &[&dyn Rule] = &[
@@ -77,12 +83,15 @@ pub static RULES: &[&dyn Rule] = &[
     &EntitlementLowPerVcpu,
     &NumaMemorylessNodes,
     &WorkingSetExceedsL3,
+    &SwapActivity,
     &AixGccBuild,
     &AllocatorDefault,
     &StatementNoIndex,
     &StatementNPlusOne,
     &StatementRowsExaminedHigh,
     &StatementTempDiskTables,
+    &DatadirSpaceLow,
+    &StorageSaturated,
 ];
 
 /// Finds a rule by code (`PD101`, case-insensitive) or name (`mhnsw-cache-undersized`).
@@ -275,6 +284,12 @@ pub(crate) mod tests_support {
                         p.rss_bytes = Some(48 << 30);
                         p.anon_huge_bytes = Some(0);
                         p.allocator = Some(Allocator::Libc);
+                        p.swap_bytes = Some(1 << 30);
+                    }
+                    if let Gathered::Available(fs) = &mut o.storage {
+                        fs[0].available_bytes = fs[0].total_bytes / 50;
+                        fs[0].busy_share = Some(0.99);
+                        fs[0].avg_in_flight = Some(30.0);
                     }
                     if let Gathered::Available(c) = &mut o.cpu {
                         c.current_mhz = Some(1000.0);
