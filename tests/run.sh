@@ -16,7 +16,7 @@
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
-# scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12),
+# scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 on a tmpfs),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -86,7 +86,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -101,12 +101,13 @@ done
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny)
 cleanup() {
     local rc=$?
     step "stopping test servers"
     trap - EXIT
     for s in "${SERVERS[@]}"; do "$HERE/harness/mariadb.sh" stop "$s" || true; done
+    umount "$POWERDIAG_IT_DIR/tiny" 2>/dev/null || true
     if [ "${POWERDIAG_IT_KEEP:-0}" = 1 ]; then
         echo "kept $POWERDIAG_IT_DIR" >&2
     else
@@ -118,7 +119,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (four) and 10.11 (three) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (four) and 10.11 (four) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -133,6 +134,12 @@ POWERDIAG_IT_MARIADB_OPTIONS=mhnsw_max_cache_size=1M start_server evict 11.8 17
 # stmt118, stmt1011: performance_schema ON, owned by tests/it/statements.rs (it resets the
 # digest table and drives an ORM application).
 start_server stmt118 11.8 20
+# tiny: a 10.11 whose datadir is on a 320 MiB tmpfs, which tests/it/storage.rs fills past
+# PD801's limit (and frees again).
+mkdir -p "$POWERDIAG_IT_DIR/tiny"
+mount -t tmpfs -o size=320m,mode=755 tmpfs "$POWERDIAG_IT_DIR/tiny" ||
+    fail "could not mount a tmpfs for the tiny server (run.sh runs as root on Debian 12)"
+POWERDIAG_IT_MARIADB_OPTIONS="innodb_log_file_size=16M innodb_buffer_pool_size=32M" start_server tiny 10.11 13
 POWERDIAG_IT_MARIADB_PFS=ON start_server stmt1011 10.11 12
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.

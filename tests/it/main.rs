@@ -32,5 +32,6 @@ mod scale;
 mod session_guard;
 mod stability;
 mod statements;
+mod storage;
 mod support;
 mod vector;

@@ -69,17 +69,7 @@ pub async fn collect(
     if !opts.candidates.is_empty() {
         let mut hook = |facts: Option<&powerdiag_rules::MariadbFacts>| {
             // The server's pid file names its process, but only if it runs on this host.
-            let dirs: Vec<(String, String)> = facts
-                .map(|f| {
-                    [Var::Datadir, Var::Tmpdir, Var::InnodbLogGroupHomeDir]
-                        .into_iter()
-                        .filter_map(|v| {
-                            let path = f.variables.get(v.name())?;
-                            (!path.is_empty()).then(|| (v.name().to_owned(), path.clone()))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let dirs: Vec<(String, String)> = facts.map(server_dirs).unwrap_or_default();
             let server = match facts.map(|f| (f.same_host, f)) {
                 Some((Some(true), f)) => os::ServerProcess::Local {
                     pid_file: f
@@ -115,6 +105,37 @@ pub async fn collect(
     (snap, stats)
 }
 
+/// The server's directories as `(variable, absolute path)`: `datadir`, `tmpdir` (the first of
+/// its `:`-separated list) and `innodb_log_group_home_dir`, which MariaDB resolves against the
+/// datadir when relative (its default is `./`).
+fn server_dirs(f: &powerdiag_rules::MariadbFacts) -> Vec<(String, String)> {
+    let get = |v: Var| {
+        f.variables
+            .get(v.name())
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+    };
+    let Some(datadir) = get(Var::Datadir) else {
+        return Vec::new();
+    };
+    let absolute = |p: &str| {
+        if p.starts_with('/') {
+            p.to_owned()
+        } else {
+            let rel = p.trim_start_matches("./");
+            format!("{}/{rel}", datadir.trim_end_matches('/'))
+        }
+    };
+    let mut out = vec![("datadir".to_owned(), datadir.to_owned())];
+    if let Some(t) = get(Var::Tmpdir).and_then(|t| t.split(':').next()) {
+        out.push(("tmpdir".into(), absolute(t)));
+    }
+    if let Some(l) = get(Var::InnodbLogGroupHomeDir) {
+        out.push(("innodb_log_group_home_dir".into(), absolute(l)));
+    }
+    out
+}
+
 /// The OS sections, read on a blocking thread under a deadline (`mariadb.timeout`, the same
 /// bound every statement has): a file that blocks cannot hold the sample. The registry does
 /// not start a section after the deadline; a read that hangs anyway is abandoned here.
@@ -141,4 +162,28 @@ async fn os_finish(window: os::Window, opts: &CollectOptions) -> (OsFacts, Vec<C
         error: Some(why.to_string()),
     };
     (facts, vec![run])
+}
+
+#[cfg(test)]
+mod tests {
+    use powerdiag_rules::{Var, testing::SnapshotBuilder};
+
+    #[test]
+    fn server_dirs_are_absolute() {
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .var(Var::Datadir, "/var/lib/mysql/")
+            .var(Var::Tmpdir, "/tmp:/var/tmp")
+            .var(Var::InnodbLogGroupHomeDir, "./")
+            .build();
+        let f = s.mariadb.facts.as_ref().unwrap();
+        assert_eq!(
+            super::server_dirs(f),
+            [
+                ("datadir".to_owned(), "/var/lib/mysql/".to_owned()),
+                ("tmpdir".into(), "/tmp".into()),
+                ("innodb_log_group_home_dir".into(), "/var/lib/mysql/".into()),
+            ]
+        );
+    }
 }

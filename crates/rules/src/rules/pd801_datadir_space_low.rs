@@ -80,8 +80,9 @@ impl Rule for DatadirSpaceLow {
             if free < limits.get(&MIN_FREE) {
                 let critical = free < limits.get(&CRITICAL_FREE);
                 low.push(format!(
-                    "{} has {} free ({}){}",
+                    "{} {} {} free ({}){}",
                     f.roles.join(" and "),
+                    if f.roles.len() > 1 { "have" } else { "has" },
                     format_bytes(f.available_bytes),
                     pct(free),
                     if critical {
@@ -134,7 +135,7 @@ mod tests {
         assert!(v.summary.contains("critically low"), "{}", v.summary);
         assert!(
             v.summary
-                .starts_with("datadir and innodb_log_group_home_dir has 3 MiB free"),
+                .starts_with("datadir and innodb_log_group_home_dir have 3 MiB free"),
             "{}",
             v.summary
         );
