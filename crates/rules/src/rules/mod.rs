@@ -2,6 +2,8 @@
 
 use crate::Rule;
 
+mod fix;
+mod memory;
 mod mhnsw;
 pub(crate) mod pd101_mhnsw_cache_undersized;
 mod pd102_mhnsw_cache_thrashing;
@@ -22,6 +24,7 @@ mod pd406_dscr_default;
 mod pd407_entitlement_low_per_vcpu;
 mod pd501_numa_memoryless_nodes;
 mod pd502_working_set_exceeds_l3;
+mod pd503_memory_overcommitted;
 mod pd601_aix_gcc_build;
 mod pd602_allocator_default;
 mod pd701_statement_no_index;
@@ -49,6 +52,7 @@ pub use pd406_dscr_default::DscrDefault;
 pub use pd407_entitlement_low_per_vcpu::EntitlementLowPerVcpu;
 pub use pd501_numa_memoryless_nodes::NumaMemorylessNodes;
 pub use pd502_working_set_exceeds_l3::WorkingSetExceedsL3;
+pub use pd503_memory_overcommitted::MemoryOvercommitted;
 pub use pd601_aix_gcc_build::AixGccBuild;
 pub use pd602_allocator_default::AllocatorDefault;
 pub use pd701_statement_no_index::StatementNoIndex;
@@ -77,6 +81,7 @@ pub static RULES: &[&dyn Rule] = &[
     &EntitlementLowPerVcpu,
     &NumaMemorylessNodes,
     &WorkingSetExceedsL3,
+    &MemoryOvercommitted,
     &AixGccBuild,
     &AllocatorDefault,
     &StatementNoIndex,
@@ -220,6 +225,7 @@ mod registry_tests {
             ("PD407", Severity::Warning),
             ("PD501", Severity::Warning),
             ("PD502", Severity::Info),
+            ("PD503", Severity::Warning),
             ("PD601", Severity::Info),
             ("PD602", Severity::Info),
             ("PD701", Severity::Warning),
@@ -256,6 +262,8 @@ pub(crate) mod tests_support {
                 .mariadb("11.8.6-MariaDB")
                 .probe(super::pd103_profiler_stall_dominated::tests::stalled_probe())
                 .build(),
+            // The everyday server pitfalls at once (PD205–PD216, PD503).
+            everyday_pitfalls(),
             SnapshotBuilder::new()
                 .mariadb("10.2.44-MariaDB")
                 .host(|h| h.hardware_threads = Some(48))
@@ -338,6 +346,18 @@ pub(crate) mod tests_support {
                 .statements(orm_statements(), 0)
                 .build(),
         ]
+    }
+
+    /// A server with every everyday pitfall: a tiny buffer pool missing reads, a redo log
+    /// at its checkpoint limit, temporary tables on disk, connections at the limit, no thread
+    /// cache, a churning table cache, the query cache on, sort merge passes, unindexed joins,
+    /// a transaction open for hours, buffered data files, and a global sort buffer that
+    /// overcommits memory.
+    fn everyday_pitfalls() -> Snapshot {
+        SnapshotBuilder::new()
+            .mariadb("10.11.14-MariaDB")
+            .var(Var::SortBufferSize, "268435456")
+            .build()
     }
 
     fn orm_statements() -> Vec<Digest> {

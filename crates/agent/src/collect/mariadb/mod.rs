@@ -459,6 +459,9 @@ async fn server_facts(
             "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into(),
         ),
         statements: Gathered::Unavailable("statement digests were not read".into()),
+        status_window: Gathered::Unavailable("no sample window".into()),
+        innodb_size: Gathered::Unavailable("not read".into()),
+        transactions: Gathered::Unavailable("not read".into()),
         notes,
     })
 }
