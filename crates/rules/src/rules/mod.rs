@@ -12,6 +12,7 @@ mod pd201_innodb_checksum_software;
 mod pd202_mariadb_old_write_scalability;
 mod pd203_innodb_native_aio_off;
 mod pd204_performance_schema_off;
+mod pd205_innodb_buffer_pool_undersized;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -40,6 +41,7 @@ pub use pd201_innodb_checksum_software::InnodbChecksumSoftware;
 pub use pd202_mariadb_old_write_scalability::MariadbOldWriteScalability;
 pub use pd203_innodb_native_aio_off::InnodbNativeAioOff;
 pub use pd204_performance_schema_off::PerformanceSchemaOff;
+pub use pd205_innodb_buffer_pool_undersized::InnodbBufferPoolUndersized;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -69,6 +71,7 @@ pub static RULES: &[&dyn Rule] = &[
     &MariadbOldWriteScalability,
     &InnodbNativeAioOff,
     &PerformanceSchemaOff,
+    &InnodbBufferPoolUndersized,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -213,6 +216,7 @@ mod registry_tests {
             ("PD202", Severity::Warning),
             ("PD203", Severity::Info),
             ("PD204", Severity::Info),
+            ("PD205", Severity::Warning),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
@@ -354,10 +358,62 @@ pub(crate) mod tests_support {
     /// a transaction open for hours, buffered data files, and a global sort buffer that
     /// overcommits memory.
     fn everyday_pitfalls() -> Snapshot {
-        SnapshotBuilder::new()
+        use crate::{OpenTransaction, StatusVar as S, Transactions};
+        // (counter, value at the end, value at the start of a 10 s window)
+        let moved: [(S, &str, &str); 21] = [
+            (S::Uptime, "100010", "100000"),
+            (S::InnodbBufferPoolReadRequests, "1100000", "1000000"),
+            (S::InnodbBufferPoolReads, "10000", "0"),
+            (S::InnodbLsnCurrent, "900000000", "800000000"),
+            (S::InnodbLogWaits, "20", "10"),
+            (S::CreatedTmpTables, "200", "100"),
+            (S::CreatedTmpDiskTables, "90", "10"),
+            (S::Connections, "1200", "1000"),
+            (S::ThreadsCreated, "1200", "1000"),
+            (S::ConnectionErrorsMaxConnections, "5", "0"),
+            (S::TableOpenCacheHits, "1100", "1000"),
+            (S::TableOpenCacheMisses, "1100", "1000"),
+            (S::OpenedTableDefinitions, "10", "10"),
+            (S::ComSelect, "2000", "1000"),
+            (S::QcacheHits, "10", "0"),
+            (S::QcacheLowmemPrunes, "0", "0"),
+            (S::SortScan, "200", "100"),
+            (S::SortRange, "0", "0"),
+            (S::SortMergePasses, "300", "100"),
+            (S::SelectFullJoin, "150", "100"),
+            (S::SelectRangeCheck, "0", "0"),
+        ];
+        let mut b = SnapshotBuilder::new()
             .mariadb("10.11.14-MariaDB")
             .var(Var::SortBufferSize, "268435456")
-            .build()
+            .var(Var::ThreadCacheSize, "0")
+            .var(Var::TableOpenCache, "10")
+            .var(Var::QueryCacheType, "ON")
+            .var(Var::QueryCacheSize, "16777216")
+            .var(Var::InnodbFlushMethod, "fsync")
+            .var(Var::InnodbLogFileSize, "8388608")
+            .innodb_size(4 << 30, 1 << 30)
+            .transactions(Transactions {
+                open: 1,
+                oldest: Some(OpenTransaction {
+                    thread_id: 7,
+                    age_seconds: 7200,
+                    state: "RUNNING".into(),
+                    ..Default::default()
+                }),
+            })
+            .status(S::InnodbCheckpointAge, "7000000")
+            .status(S::InnodbCheckpointMaxAge, "7000000")
+            .status(S::InnodbHistoryListLength, "500000")
+            .status(S::ThreadsConnected, "150")
+            .status(S::MaxUsedConnections, "151")
+            .status(S::OpenFiles, "30")
+            .status(S::OpenTableDefinitions, "20");
+        for (v, end, _) in moved {
+            b = b.status(v, end);
+        }
+        let start: Vec<(S, &str)> = moved.iter().map(|(v, _, start)| (*v, *start)).collect();
+        b.window(10.0, &start).build()
     }
 
     fn orm_statements() -> Vec<Digest> {
