@@ -14,6 +14,7 @@ mod pd203_innodb_native_aio_off;
 mod pd204_performance_schema_off;
 mod pd205_innodb_buffer_pool_undersized;
 mod pd206_innodb_redo_log_undersized;
+mod pd207_innodb_log_waits;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -44,6 +45,7 @@ pub use pd203_innodb_native_aio_off::InnodbNativeAioOff;
 pub use pd204_performance_schema_off::PerformanceSchemaOff;
 pub use pd205_innodb_buffer_pool_undersized::InnodbBufferPoolUndersized;
 pub use pd206_innodb_redo_log_undersized::InnodbRedoLogUndersized;
+pub use pd207_innodb_log_waits::InnodbLogWaits;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -75,6 +77,7 @@ pub static RULES: &[&dyn Rule] = &[
     &PerformanceSchemaOff,
     &InnodbBufferPoolUndersized,
     &InnodbRedoLogUndersized,
+    &InnodbLogWaits,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -221,6 +224,7 @@ mod registry_tests {
             ("PD204", Severity::Info),
             ("PD205", Severity::Warning),
             ("PD206", Severity::Warning),
+            ("PD207", Severity::Warning),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
