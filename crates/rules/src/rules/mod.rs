@@ -15,6 +15,7 @@ mod pd204_performance_schema_off;
 mod pd205_innodb_buffer_pool_undersized;
 mod pd206_innodb_redo_log_undersized;
 mod pd207_innodb_log_waits;
+mod pd208_tmp_tables_on_disk;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -46,6 +47,7 @@ pub use pd204_performance_schema_off::PerformanceSchemaOff;
 pub use pd205_innodb_buffer_pool_undersized::InnodbBufferPoolUndersized;
 pub use pd206_innodb_redo_log_undersized::InnodbRedoLogUndersized;
 pub use pd207_innodb_log_waits::InnodbLogWaits;
+pub use pd208_tmp_tables_on_disk::TmpTablesOnDisk;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -78,6 +80,7 @@ pub static RULES: &[&dyn Rule] = &[
     &InnodbBufferPoolUndersized,
     &InnodbRedoLogUndersized,
     &InnodbLogWaits,
+    &TmpTablesOnDisk,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -225,6 +228,7 @@ mod registry_tests {
             ("PD205", Severity::Warning),
             ("PD206", Severity::Warning),
             ("PD207", Severity::Warning),
+            ("PD208", Severity::Warning),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
