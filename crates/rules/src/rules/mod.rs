@@ -16,6 +16,7 @@ mod pd205_innodb_buffer_pool_undersized;
 mod pd206_innodb_redo_log_undersized;
 mod pd207_innodb_log_waits;
 mod pd208_tmp_tables_on_disk;
+mod pd209_connections_near_limit;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -48,6 +49,7 @@ pub use pd205_innodb_buffer_pool_undersized::InnodbBufferPoolUndersized;
 pub use pd206_innodb_redo_log_undersized::InnodbRedoLogUndersized;
 pub use pd207_innodb_log_waits::InnodbLogWaits;
 pub use pd208_tmp_tables_on_disk::TmpTablesOnDisk;
+pub use pd209_connections_near_limit::ConnectionsNearLimit;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -81,6 +83,7 @@ pub static RULES: &[&dyn Rule] = &[
     &InnodbRedoLogUndersized,
     &InnodbLogWaits,
     &TmpTablesOnDisk,
+    &ConnectionsNearLimit,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -229,6 +232,7 @@ mod registry_tests {
             ("PD206", Severity::Warning),
             ("PD207", Severity::Warning),
             ("PD208", Severity::Warning),
+            ("PD209", Severity::Warning),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
