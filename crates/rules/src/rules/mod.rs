@@ -17,6 +17,7 @@ mod pd206_innodb_redo_log_undersized;
 mod pd207_innodb_log_waits;
 mod pd208_tmp_tables_on_disk;
 mod pd209_connections_near_limit;
+mod pd210_thread_cache_ineffective;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -50,6 +51,7 @@ pub use pd206_innodb_redo_log_undersized::InnodbRedoLogUndersized;
 pub use pd207_innodb_log_waits::InnodbLogWaits;
 pub use pd208_tmp_tables_on_disk::TmpTablesOnDisk;
 pub use pd209_connections_near_limit::ConnectionsNearLimit;
+pub use pd210_thread_cache_ineffective::ThreadCacheIneffective;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -84,6 +86,7 @@ pub static RULES: &[&dyn Rule] = &[
     &InnodbLogWaits,
     &TmpTablesOnDisk,
     &ConnectionsNearLimit,
+    &ThreadCacheIneffective,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -233,6 +236,7 @@ mod registry_tests {
             ("PD207", Severity::Warning),
             ("PD208", Severity::Warning),
             ("PD209", Severity::Warning),
+            ("PD210", Severity::Info),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
