@@ -18,6 +18,7 @@ mod pd207_innodb_log_waits;
 mod pd208_tmp_tables_on_disk;
 mod pd209_connections_near_limit;
 mod pd210_thread_cache_ineffective;
+mod pd211_table_cache_misses;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -52,6 +53,7 @@ pub use pd207_innodb_log_waits::InnodbLogWaits;
 pub use pd208_tmp_tables_on_disk::TmpTablesOnDisk;
 pub use pd209_connections_near_limit::ConnectionsNearLimit;
 pub use pd210_thread_cache_ineffective::ThreadCacheIneffective;
+pub use pd211_table_cache_misses::TableCacheMisses;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -87,6 +89,7 @@ pub static RULES: &[&dyn Rule] = &[
     &TmpTablesOnDisk,
     &ConnectionsNearLimit,
     &ThreadCacheIneffective,
+    &TableCacheMisses,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -237,6 +240,7 @@ mod registry_tests {
             ("PD208", Severity::Warning),
             ("PD209", Severity::Warning),
             ("PD210", Severity::Info),
+            ("PD211", Severity::Info),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
