@@ -19,6 +19,7 @@ mod pd208_tmp_tables_on_disk;
 mod pd209_connections_near_limit;
 mod pd210_thread_cache_ineffective;
 mod pd211_table_cache_misses;
+mod pd212_query_cache_contention;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -54,6 +55,7 @@ pub use pd208_tmp_tables_on_disk::TmpTablesOnDisk;
 pub use pd209_connections_near_limit::ConnectionsNearLimit;
 pub use pd210_thread_cache_ineffective::ThreadCacheIneffective;
 pub use pd211_table_cache_misses::TableCacheMisses;
+pub use pd212_query_cache_contention::QueryCacheContention;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -90,6 +92,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ConnectionsNearLimit,
     &ThreadCacheIneffective,
     &TableCacheMisses,
+    &QueryCacheContention,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -241,6 +244,7 @@ mod registry_tests {
             ("PD209", Severity::Warning),
             ("PD210", Severity::Info),
             ("PD211", Severity::Info),
+            ("PD212", Severity::Warning),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
