@@ -20,6 +20,7 @@ mod pd209_connections_near_limit;
 mod pd210_thread_cache_ineffective;
 mod pd211_table_cache_misses;
 mod pd212_query_cache_contention;
+mod pd213_sort_merge_passes;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -56,6 +57,7 @@ pub use pd209_connections_near_limit::ConnectionsNearLimit;
 pub use pd210_thread_cache_ineffective::ThreadCacheIneffective;
 pub use pd211_table_cache_misses::TableCacheMisses;
 pub use pd212_query_cache_contention::QueryCacheContention;
+pub use pd213_sort_merge_passes::SortMergePasses;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -93,6 +95,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ThreadCacheIneffective,
     &TableCacheMisses,
     &QueryCacheContention,
+    &SortMergePasses,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -245,6 +248,7 @@ mod registry_tests {
             ("PD210", Severity::Info),
             ("PD211", Severity::Info),
             ("PD212", Severity::Warning),
+            ("PD213", Severity::Info),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
