@@ -21,6 +21,7 @@ mod pd210_thread_cache_ineffective;
 mod pd211_table_cache_misses;
 mod pd212_query_cache_contention;
 mod pd213_sort_merge_passes;
+mod pd214_joins_without_index;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -58,6 +59,7 @@ pub use pd210_thread_cache_ineffective::ThreadCacheIneffective;
 pub use pd211_table_cache_misses::TableCacheMisses;
 pub use pd212_query_cache_contention::QueryCacheContention;
 pub use pd213_sort_merge_passes::SortMergePasses;
+pub use pd214_joins_without_index::JoinsWithoutIndex;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -96,6 +98,7 @@ pub static RULES: &[&dyn Rule] = &[
     &TableCacheMisses,
     &QueryCacheContention,
     &SortMergePasses,
+    &JoinsWithoutIndex,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -249,6 +252,7 @@ mod registry_tests {
             ("PD211", Severity::Info),
             ("PD212", Severity::Warning),
             ("PD213", Severity::Info),
+            ("PD214", Severity::Info),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
