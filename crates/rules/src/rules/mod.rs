@@ -22,6 +22,7 @@ mod pd211_table_cache_misses;
 mod pd212_query_cache_contention;
 mod pd213_sort_merge_passes;
 mod pd214_joins_without_index;
+mod pd215_long_transaction;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -60,6 +61,7 @@ pub use pd211_table_cache_misses::TableCacheMisses;
 pub use pd212_query_cache_contention::QueryCacheContention;
 pub use pd213_sort_merge_passes::SortMergePasses;
 pub use pd214_joins_without_index::JoinsWithoutIndex;
+pub use pd215_long_transaction::LongTransaction;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -99,6 +101,7 @@ pub static RULES: &[&dyn Rule] = &[
     &QueryCacheContention,
     &SortMergePasses,
     &JoinsWithoutIndex,
+    &LongTransaction,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -253,6 +256,7 @@ mod registry_tests {
             ("PD212", Severity::Warning),
             ("PD213", Severity::Info),
             ("PD214", Severity::Info),
+            ("PD215", Severity::Warning),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
