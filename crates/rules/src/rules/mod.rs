@@ -23,6 +23,7 @@ mod pd212_query_cache_contention;
 mod pd213_sort_merge_passes;
 mod pd214_joins_without_index;
 mod pd215_long_transaction;
+mod pd216_innodb_flush_method_buffered;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -62,6 +63,7 @@ pub use pd212_query_cache_contention::QueryCacheContention;
 pub use pd213_sort_merge_passes::SortMergePasses;
 pub use pd214_joins_without_index::JoinsWithoutIndex;
 pub use pd215_long_transaction::LongTransaction;
+pub use pd216_innodb_flush_method_buffered::InnodbFlushMethodBuffered;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -102,6 +104,7 @@ pub static RULES: &[&dyn Rule] = &[
     &SortMergePasses,
     &JoinsWithoutIndex,
     &LongTransaction,
+    &InnodbFlushMethodBuffered,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -257,6 +260,7 @@ mod registry_tests {
             ("PD213", Severity::Info),
             ("PD214", Severity::Info),
             ("PD215", Severity::Warning),
+            ("PD216", Severity::Info),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
