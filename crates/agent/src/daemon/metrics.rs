@@ -273,6 +273,176 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
         st(StatusVar::MemoryUsed),
     );
     b.one("mariadb_uptime_seconds", "Uptime", st(StatusVar::Uptime));
+    server_health(b, f);
+}
+
+/// The everyday server facts (PD205–PD216, PD503): the server's own counters as counters, so
+/// PromQL rates them over any window (buffer-pool misses = rate(reads) / rate(read_requests));
+/// gauges and limits beside them. Names follow the status variable.
+fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
+    let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
+    let var = |v: Var| f.var_u64(v).ok().map(|x| x as f64);
+    for (v, name, help) in [
+        (
+            StatusVar::ComSelect,
+            "mariadb_com_select",
+            "Com_select: SELECTs executed (not answered by the query cache)",
+        ),
+        (
+            StatusVar::CreatedTmpTables,
+            "mariadb_created_tmp_tables",
+            "Created_tmp_tables: internal temporary tables",
+        ),
+        (
+            StatusVar::CreatedTmpDiskTables,
+            "mariadb_created_tmp_disk_tables",
+            "Created_tmp_disk_tables: internal temporary tables written to disk (PD208)",
+        ),
+        (
+            StatusVar::Connections,
+            "mariadb_connections",
+            "Connections: connection attempts",
+        ),
+        (
+            StatusVar::ThreadsCreated,
+            "mariadb_threads_created",
+            "Threads_created: threads created for connections (PD210)",
+        ),
+        (
+            StatusVar::ConnectionErrorsMaxConnections,
+            "mariadb_connection_errors_max_connections",
+            "Connection_errors_max_connections: connections refused at max_connections (PD209)",
+        ),
+        (
+            StatusVar::TableOpenCacheHits,
+            "mariadb_table_open_cache_hits",
+            "Table_open_cache_hits",
+        ),
+        (
+            StatusVar::TableOpenCacheMisses,
+            "mariadb_table_open_cache_misses",
+            "Table_open_cache_misses (PD211)",
+        ),
+        (
+            StatusVar::OpenedTableDefinitions,
+            "mariadb_opened_table_definitions",
+            "Opened_table_definitions: table definitions read (PD211)",
+        ),
+        (
+            StatusVar::QcacheHits,
+            "mariadb_qcache_hits",
+            "Qcache_hits: SELECTs answered by the query cache (PD212)",
+        ),
+        (
+            StatusVar::QcacheLowmemPrunes,
+            "mariadb_qcache_lowmem_prunes",
+            "Qcache_lowmem_prunes (PD212)",
+        ),
+        (
+            StatusVar::SortScan,
+            "mariadb_sort_scan",
+            "Sort_scan: sorts done by scanning",
+        ),
+        (
+            StatusVar::SortRange,
+            "mariadb_sort_range",
+            "Sort_range: sorts done on ranges",
+        ),
+        (
+            StatusVar::SortMergePasses,
+            "mariadb_sort_merge_passes",
+            "Sort_merge_passes: merge passes of sorts larger than sort_buffer_size (PD213)",
+        ),
+        (
+            StatusVar::SelectFullJoin,
+            "mariadb_select_full_join",
+            "Select_full_join: joins that scanned the joined table (PD214)",
+        ),
+        (
+            StatusVar::SelectRangeCheck,
+            "mariadb_select_range_check",
+            "Select_range_check: joins that chose an index row by row (PD214)",
+        ),
+        (
+            StatusVar::InnodbLogWaits,
+            "mariadb_innodb_log_waits",
+            "Innodb_log_waits: waits for the log buffer (PD207)",
+        ),
+        (
+            StatusVar::InnodbLsnCurrent,
+            "mariadb_innodb_redo_written_bytes",
+            "Innodb_lsn_current: redo log bytes written since the log was created (PD206)",
+        ),
+    ] {
+        b.counter(name, help, st(v));
+    }
+    for (value, name, help) in [
+        (
+            var(Var::MaxConnections),
+            "mariadb_max_connections",
+            "max_connections",
+        ),
+        (
+            st(StatusVar::MaxUsedConnections),
+            "mariadb_max_used_connections",
+            "Max_used_connections: most connections open at once since start-up (PD209)",
+        ),
+        (st(StatusVar::OpenFiles), "mariadb_open_files", "Open_files"),
+        (
+            var(Var::OpenFilesLimit),
+            "mariadb_open_files_limit",
+            "open_files_limit",
+        ),
+        (
+            st(StatusVar::InnodbCheckpointAge),
+            "mariadb_innodb_checkpoint_age_bytes",
+            "Innodb_checkpoint_age: redo not yet checkpointed (PD206)",
+        ),
+        (
+            st(StatusVar::InnodbCheckpointMaxAge),
+            "mariadb_innodb_checkpoint_max_age_bytes",
+            "Innodb_checkpoint_max_age: where InnoDB flushes synchronously (PD206)",
+        ),
+        (
+            var(Var::InnodbLogFileSize),
+            "mariadb_innodb_log_file_size_bytes",
+            "innodb_log_file_size",
+        ),
+        (
+            st(StatusVar::InnodbHistoryListLength),
+            "mariadb_innodb_history_list_length",
+            "Innodb_history_list_length: undo history purge has not removed (PD215)",
+        ),
+        (
+            var(Var::InnodbBufferPoolSize),
+            "mariadb_innodb_buffer_pool_size_bytes",
+            "innodb_buffer_pool_size (PD205)",
+        ),
+    ] {
+        b.one(name, help, value);
+    }
+    if let Gathered::Available(size) = &f.innodb_size {
+        b.gauge(
+            "mariadb_innodb_size_bytes",
+            "InnoDB data (kind=data: clustered indexes) and secondary indexes (kind=index) from mysql.innodb_table_stats (PD205)",
+            vec![
+                (l(&[("kind", "data")]), size.data_bytes as f64),
+                (l(&[("kind", "index")]), size.index_bytes as f64),
+            ],
+        );
+    }
+    if let Gathered::Available(t) = &f.transactions {
+        b.one(
+            "mariadb_innodb_open_transactions",
+            "Open InnoDB transactions (information_schema.INNODB_TRX)",
+            Some(t.open as f64),
+        );
+        b.one(
+            "mariadb_innodb_oldest_transaction_age_seconds",
+            "Age of the oldest open InnoDB transaction, 0 when none is open (PD215)",
+            Some(t.oldest.as_ref().map_or(0.0, |o| o.age_seconds as f64)),
+        );
+    }
 }
 
 /// The vector probe's results, in the sample that ran it (the agent probes on its own, slower
