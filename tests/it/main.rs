@@ -28,6 +28,7 @@ mod mariadb1011;
 mod no_database;
 mod prometheus;
 mod scale;
+mod server_pitfalls;
 mod stability;
 mod statements;
 mod support;

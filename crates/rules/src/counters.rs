@@ -168,7 +168,7 @@ impl MariadbFacts {
             crate::Gathered::Available(w) => w,
             crate::Gathered::Unavailable(why) => return Err(why.clone()),
         };
-        if !(w.seconds >= MIN_WINDOW_SECONDS) {
+        if w.seconds.is_nan() || w.seconds < MIN_WINDOW_SECONDS {
             return Err(format!("the window was {:.3} s long", w.seconds));
         }
         let uptime = |m: &BTreeMap<String, String>| {

@@ -3,14 +3,14 @@
 //! PD208's temporary tables, PD209's connections), so one fix never recommends overcommitting
 //! RAM.
 //!
-//! - global buffers: `innodb_buffer_pool_size` + `innodb_log_buffer_size` + `key_buffer_size`
-//!   + `aria_pagecache_buffer_size` + `query_cache_size` + the smaller of `tmp_table_size` and
+//! - global buffers: `innodb_buffer_pool_size`, `innodb_log_buffer_size`, `key_buffer_size`,
+//!   `aria_pagecache_buffer_size`, `query_cache_size` and the smaller of `tmp_table_size` and
 //!   `max_heap_table_size` (MySQLTuner counts one temporary table);
-//! - per connection: `read_buffer_size` + `read_rnd_buffer_size` + `sort_buffer_size` +
-//!   `join_buffer_size` + `thread_stack` + `net_buffer_length`-sized packet buffer (MySQLTuner
+//! - per connection: `read_buffer_size`, `read_rnd_buffer_size`, `sort_buffer_size`,
+//!   `join_buffer_size`, `thread_stack`, a `net_buffer_length`-sized packet buffer (MySQLTuner
 //!   counts `max_allowed_packet`, 16 MiB by default, which a connection allocates only for a
 //!   packet that large: counted at its default it makes a stock server on a 4 GiB host look
-//!   overcommitted) + `binlog_cache_size` when the binary log is on (as MySQLTuner 2.x);
+//!   overcommitted) and `binlog_cache_size` when the binary log is on (as MySQLTuner 2.x);
 //! - worst case: global + per connection × `max_connections`.
 //!
 //! Not counted (unknown from variables): performance_schema's memory, the dictionary and

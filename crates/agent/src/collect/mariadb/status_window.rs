@@ -31,12 +31,15 @@ pub enum StatusWindowMode {
 /// window's start is simply the oldest read kept.
 const MAX_READS: usize = 128;
 
+/// One status read and when it was taken.
+type Read = (Instant, BTreeMap<String, String>);
+
 /// The agent's recent status reads.
 #[derive(Debug, Clone)]
 pub struct StatusTracker {
     /// The longest window the agent judges.
     pub window: Duration,
-    reads: Arc<Mutex<VecDeque<(Instant, BTreeMap<String, String>)>>>,
+    reads: Arc<Mutex<VecDeque<Read>>>,
 }
 
 impl StatusTracker {
