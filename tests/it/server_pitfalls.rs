@@ -218,8 +218,70 @@ async fn connect_loop(server: Server, stop: Arc<AtomicBool>) -> u64 {
     i
 }
 
-/// doctor over a 5 s window while the application and the connect loop run.
-async fn sql_doctor(server: &Server) -> Value {
+/// Waits until the agent's verdicts on `codes` (from `powerdiag_check` in /metrics), each
+/// judged over its own status window (3 s, sampling every second), are all `want`; returns
+/// the last verdicts read and the metrics text. A sliding window may catch the tail of what
+/// came before, so the agent gets up to 30 s.
+fn agent_verdicts(server: &Server, codes: &[&str], want: &str) -> (Vec<(String, String)>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nstatus_window = \"3s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+    )
+    .unwrap();
+    let port = crate::agent::free_port();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"));
+    // Quiet logs: nothing reads the agent's stderr pipe while it runs.
+    cmd.env("POWERDIAG_MARIADB_URL", server.root_url())
+        .args(["agent", "--log.level", "error", "--web.listen-address"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--config.file")
+        .arg(&cfg);
+    let agent = crate::agent::spawn_agent(cmd, port, dir);
+    let read = || -> Option<(Vec<(String, String)>, String)> {
+        let (_, _, body) = crate::agent::get(agent.port, "/metrics")?;
+        let got: Vec<(String, String)> = codes
+            .iter()
+            .map(|code| {
+                let needle = format!("code=\"{code}\"");
+                let status = body
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("powerdiag_check{")
+                            && l.contains(&needle)
+                            && l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) == Some(1.0)
+                    })
+                    .find_map(|l| {
+                        l.split("status=\"")
+                            .nth(1)?
+                            .split('"')
+                            .next()
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_default();
+                ((*code).to_owned(), status)
+            })
+            .collect();
+        Some((got, body))
+    };
+    let mut last = None;
+    let reached = crate::agent::eventually(Duration::from_secs(30), || {
+        last = read();
+        last.as_ref()
+            .is_some_and(|(got, _)| got.iter().all(|(_, s)| s == want))
+    });
+    let (got, body) = last.unwrap_or_default();
+    assert!(
+        reached,
+        "the agent's verdicts never all became {want}: {got:?}"
+    );
+    (got, body)
+}
+
+/// doctor over a 5 s window while the application and the connect loop run; the agent
+/// watches the same load at the same time.
+async fn sql_doctor(server: &Server, want: &'static str) -> (Value, Vec<(String, String)>) {
     let mut load = Load::new();
     for _ in 0..2 {
         load.spawn("application", sql_app(conn(server).await, load.flag()));
@@ -227,17 +289,33 @@ async fn sql_doctor(server: &Server) -> Value {
     load.spawn("connect loop", connect_loop(server.clone(), load.flag()));
     // Past the first iterations (threads created, tables first opened).
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let watched = server.clone();
+    let agent = tokio::task::spawn_blocking(move || agent_verdicts(&watched, &SQL_CODES, want));
     let j = doctor_while_loaded(
         server.root_url(),
         vec!["--no-probe".into(), "--sample-window".into(), "5s".into()],
     )
     .await;
+    let (agent, metrics) = agent.await.unwrap();
     let ran = load.stop().await;
     assert!(
         ran.iter().all(|(_, n)| *n > 5),
         "the load barely ran: {ran:?}"
     );
-    j
+    for m in [
+        "powerdiag_mariadb_created_tmp_disk_tables_total",
+        "powerdiag_mariadb_threads_created_total",
+        "powerdiag_mariadb_table_open_cache_misses_total",
+        "powerdiag_mariadb_sort_merge_passes_total",
+        "powerdiag_mariadb_select_full_join_total",
+        "powerdiag_mariadb_qcache_hits_total",
+    ] {
+        assert!(
+            crate::agent::metric(&metrics, m).is_some(),
+            "{m} missing from the agent's metrics"
+        );
+    }
+    (j, agent)
 }
 
 #[test]
@@ -256,16 +334,24 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_pass_when_fixed() {
                 "SET GLOBAL thread_cache_size = 0",
                 "SET GLOBAL table_open_cache = 10",
                 "SET GLOBAL sort_buffer_size = 32768",
+                // On again after an earlier run's fix (possible because it started on).
+                "SET GLOBAL query_cache_size = 16777216",
+                "SET GLOBAL query_cache_type = ON",
                 "FLUSH TABLES",
             ],
         )
         .await;
-        let j = sql_doctor(&server).await;
+        let (j, agent) = sql_doctor(&server, "fail").await;
         let got = statuses(&j, &SQL_CODES);
         assert!(
             got.iter().all(|(_, s)| s == "fail"),
             "provoked: {got:?}\n{}",
             explain(&j, &SQL_CODES)
+        );
+        // The agent judges its own status window the same way.
+        assert!(
+            agent.iter().all(|(_, s)| s == "fail"),
+            "agent, provoked: {agent:?}"
         );
         // Each finding gives its numbers and its fix.
         let fix = |code: &str| check(&j, code)["remediation"].as_str().unwrap().to_owned();
@@ -317,7 +403,11 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_pass_when_fixed() {
             ],
         )
         .await;
-        let j = sql_doctor(&server).await;
+        let (j, agent) = sql_doctor(&server, "pass").await;
+        assert!(
+            agent.iter().all(|(_, s)| s == "pass"),
+            "agent, fixed: {agent:?}"
+        );
         let got = statuses(&j, &SQL_CODES);
         assert!(
             got.iter().all(|(_, s)| s == "pass"),
@@ -498,7 +588,7 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             ],
         )
         .await;
-        // Idle clients up to 17 of 20 connections (doctor is the 18th).
+        // Idle clients up to 18 of 20 connections (doctor is the 19th).
         let mut idle = Vec::new();
         for _ in 0..13 {
             idle.push(conn(&server).await);
@@ -516,7 +606,7 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             .map(str::to_owned)
             .to_vec()
         };
-        let j = doctor_while_loaded(server.root_url(), args("5s")).await;
+        let j = doctor_while_loaded(server.root_url(), args("10s")).await;
         load.stop().await;
         let codes = ["PD205", "PD209", "PD215", "PD216", "PD503"];
         let got = statuses(&j, &codes);
