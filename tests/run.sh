@@ -16,7 +16,8 @@
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
-# scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 on a tmpfs),
+# scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 (on a tmpfs),
+# pitmem = +21, pitsql = +22; +14..+16 and +23..+29 are free for further servers),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -86,7 +87,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -97,11 +98,11 @@ for sp in "${SERVER_PORTS[@]}"; do
     fi
 done
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+10..N+20; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+10..N+22; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -119,7 +120,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (four) and 10.11 (four) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (five) and 10.11 (five) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -141,6 +142,10 @@ mount -t tmpfs -o size=320m,mode=755 tmpfs "$POWERDIAG_IT_DIR/tiny" ||
     fail "could not mount a tmpfs for the tiny server (run.sh runs as root on Debian 12)"
 POWERDIAG_IT_MARIADB_OPTIONS="innodb_log_file_size=16M innodb_buffer_pool_size=32M" start_server tiny 10.11 13
 POWERDIAG_IT_MARIADB_PFS=ON start_server stmt1011 10.11 12
+# pitmem, pitsql: owned by tests/it/server_pitfalls.rs, which changes their globals under load
+# (issue 14's pitfalls); pitsql starts with the query cache on, which SET GLOBAL cannot do.
+start_server pitmem 11.8 21
+POWERDIAG_IT_MARIADB_OPTIONS="query_cache_type=ON query_cache_size=16M" start_server pitsql 10.11 22
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

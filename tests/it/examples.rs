@@ -363,8 +363,12 @@ fn snapshot_files_fail_clearly() {
         (
             write(
                 "newer.json",
-                full.replacen("\"schema_version\": 2", "\"schema_version\": 9", 1)
-                    .as_bytes(),
+                full.replacen(
+                    &format!("\"schema_version\": {}", powerdiag_rules::SCHEMA_VERSION),
+                    "\"schema_version\": 99",
+                    1,
+                )
+                .as_bytes(),
             ),
             "upgrade powerdiag",
         ),

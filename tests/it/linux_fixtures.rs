@@ -36,6 +36,8 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             vector_cache: None,
             reuse: None,
             statements: None,
+            status_window: Default::default(),
+            innodb_cache: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

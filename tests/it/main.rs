@@ -29,6 +29,7 @@ mod mariadb1011;
 mod no_database;
 mod prometheus;
 mod scale;
+mod server_pitfalls;
 mod session_guard;
 mod stability;
 mod statements;

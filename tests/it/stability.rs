@@ -1,7 +1,9 @@
 //! Verdicts that hold (issue 16): doctor, run several times on an unchanged server while the
 //! host carries background load, gives the same verdict for every rule. A measured share near
-//! its limit may be "borderline, not judged" (`insufficient_data` saying so) in one run, but no
-//! rule may pass in one run and fail in another, and no other verdict may change.
+//! its limit may be "borderline, not judged" (`insufficient_data` saying so) in one run, and a
+//! rule judging status counters over the sample window may find too little in one window
+//! (`insufficient_data` naming the window), but no rule may pass in one run and fail in another,
+//! and no other verdict may change.
 //!
 //! Runs against the 11.8 server's 20k × 768 vector index with its default 16 MiB cache (the
 //! probe measures a thrashing cache), holding the 11.8 lock like the vector test.
@@ -82,8 +84,10 @@ fn doctor_gives_the_same_verdicts_run_after_run_under_load() {
             "{code} passed in one run and failed in another on an unchanged host: {runs:#?}"
         );
         for (s, summary) in runs {
+            // How much happens in a 1 s window depends on what else uses the server.
+            let quiet_window = s == "insufficient_data" && summary.contains("sample window");
             assert!(
-                s == "pass" || s == "fail" || summary.contains("borderline"),
+                s == "pass" || s == "fail" || summary.contains("borderline") || quiet_window,
                 "{code} changed its verdict without saying why: {runs:#?}"
             );
         }

@@ -70,6 +70,51 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
         }
     }
     if let Some(f) = &mut s.mariadb.facts {
+        // The everyday server counters and gauges (PD205-PD216).
+        for (i, var) in [
+            StatusVar::ComSelect,
+            StatusVar::CreatedTmpTables,
+            StatusVar::CreatedTmpDiskTables,
+            StatusVar::Connections,
+            StatusVar::ThreadsCreated,
+            StatusVar::ConnectionErrorsMaxConnections,
+            StatusVar::TableOpenCacheHits,
+            StatusVar::TableOpenCacheMisses,
+            StatusVar::OpenedTableDefinitions,
+            StatusVar::QcacheHits,
+            StatusVar::QcacheLowmemPrunes,
+            StatusVar::SortScan,
+            StatusVar::SortRange,
+            StatusVar::SortMergePasses,
+            StatusVar::SelectFullJoin,
+            StatusVar::SelectRangeCheck,
+            StatusVar::InnodbLogWaits,
+            StatusVar::InnodbLsnCurrent,
+            StatusVar::MaxUsedConnections,
+            StatusVar::OpenFiles,
+            StatusVar::InnodbCheckpointAge,
+            StatusVar::InnodbCheckpointMaxAge,
+            StatusVar::InnodbHistoryListLength,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.status
+                .insert(var.name().into(), (1000 + 17 * i as u64).to_string());
+        }
+        f.innodb_size = Gathered::Available(powerdiag_rules::InnodbSize {
+            tables: 42,
+            data_bytes: 3 << 30,
+            index_bytes: 1 << 30,
+            ..Default::default()
+        });
+        f.transactions = Gathered::Available(powerdiag_rules::Transactions {
+            open: 2,
+            oldest: Some(powerdiag_rules::OpenTransaction {
+                age_seconds: 75,
+                ..Default::default()
+            }),
+        });
         for (var, v) in [
             (StatusVar::HandlerReadLast, "1234"),
             (StatusVar::HandlerReadRnd, "98765"),

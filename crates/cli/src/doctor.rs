@@ -62,6 +62,9 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
                 window: args.statements_window,
                 ..Default::default()
             }),
+            // Status read at both ends of the sample window, so rates are real.
+            status_window: collect::mariadb::StatusWindowMode::Doctor(args.sample_window),
+            innodb_cache: None,
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

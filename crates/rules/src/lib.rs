@@ -7,7 +7,9 @@
 //! names the fact and the collector's reason.
 #![forbid(unsafe_code)]
 
+mod counters;
 mod diff;
+mod innodb;
 mod os;
 #[cfg(test)]
 mod props;
@@ -23,9 +25,11 @@ mod value;
 mod var;
 mod version;
 
+pub use counters::{Basis, Counts, StatusWindow, WindowSource};
 pub use diff::{
     Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
 };
+pub use innodb::{InnodbSize, OpenTransaction, Transactions};
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use report::{Check, Report, Status, evaluate, evaluate_with};

@@ -135,6 +135,22 @@ fn migrate(value: &mut Value, mut version: u64) {
                 serde_json::json!({"unavailable": "not recorded: snapshot schema 1 predates OS facts"})
             });
         }
+        // Schema 2 had one status read and no InnoDB sizes or transactions.
+        if version == 2
+            && let Some(facts) = value
+                .pointer_mut("/mariadb/facts")
+                .and_then(Value::as_object_mut)
+        {
+            for (key, what) in [
+                ("status_window", "status windows"),
+                ("innodb_size", "InnoDB sizes"),
+                ("transactions", "transaction reads"),
+            ] {
+                facts.entry(key).or_insert_with(|| {
+                    serde_json::json!({"unavailable": format!("not recorded: snapshot schema 2 predates {what}")})
+                });
+            }
+        }
         version += 1;
     }
     if let Some(obj) = value.as_object_mut() {
@@ -173,6 +189,33 @@ mod tests {
         let s = read_snapshot(&v.to_string()).unwrap();
         assert_eq!(s.schema_version, SCHEMA_VERSION);
         assert!(s.os.as_ref().is_err_and(|why| why.contains("schema 1")));
+    }
+
+    #[test]
+    fn schema_2_is_migrated() {
+        let mut v: Value = serde_json::from_str(&current()).unwrap();
+        v["schema_version"] = 2.into();
+        for key in ["status_window", "innodb_size", "transactions"] {
+            v["mariadb"]["facts"].as_object_mut().unwrap().remove(key);
+        }
+        let s = read_snapshot(&v.to_string()).unwrap();
+        assert_eq!(s.schema_version, SCHEMA_VERSION);
+        let f = s.mariadb.facts.unwrap();
+        assert!(
+            f.status_window
+                .as_ref()
+                .is_err_and(|w| w.contains("schema 2"))
+        );
+        assert!(
+            f.innodb_size
+                .as_ref()
+                .is_err_and(|w| w.contains("schema 2"))
+        );
+        assert!(
+            f.transactions
+                .as_ref()
+                .is_err_and(|w| w.contains("schema 2"))
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::{
 
 /// Version of the [`Snapshot`] layout. Bumped on any incompatible change; readers refuse newer
 /// versions and migrate older ones.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One sample of the facts about a host and its MariaDB server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -197,8 +197,21 @@ pub struct MariadbFacts {
     pub same_host: Option<bool>,
     /// Global variables, lower-case names, only the names in [`Var`].
     pub variables: BTreeMap<String, String>,
-    /// Global status, lower-case names, only the names in [`StatusVar`].
+    /// Global status, lower-case names, only the names in [`StatusVar`]. With a
+    /// [`status_window`](Self::status_window), the read at its end.
     pub status: BTreeMap<String, String>,
+    /// The status read at the start of a window whose end is `status` (doctor's
+    /// `--sample-window`, the agent's `[sample] status_window`), so rules judge differences
+    /// over it; unavailable with the reason when there was none.
+    #[serde(default = "crate::counters::status_window_not_recorded")]
+    pub status_window: Gathered<crate::StatusWindow>,
+    /// InnoDB data and index size (`mysql.innodb_table_stats`, one statement).
+    #[serde(default = "crate::innodb::innodb_size_not_recorded")]
+    pub innodb_size: Gathered<crate::InnodbSize>,
+    /// The open InnoDB transactions and the oldest (`information_schema.INNODB_TRX`, one
+    /// statement).
+    #[serde(default = "crate::innodb::transactions_not_recorded")]
+    pub transactions: Gathered<crate::Transactions>,
     pub vector_indexes: Gathered<Vec<VectorIndex>>,
     pub probe: Gathered<Probe>,
     /// Statement digests from performance_schema (PD701–PD704, "Top statements").

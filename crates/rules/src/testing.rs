@@ -60,6 +60,11 @@ impl SnapshotBuilder {
             vector_indexes: Gathered::Available(Vec::new()),
             probe: Gathered::Unavailable("probing disabled (--no-probe)".into()),
             statements: Gathered::Unavailable("statement digests were not read".into()),
+            status_window: Gathered::Unavailable(
+                "no sample window: doctor --sample-window 0".into(),
+            ),
+            innodb_size: Gathered::Unavailable("not read in this test".into()),
+            transactions: Gathered::Unavailable("not read in this test".into()),
             notes: Vec::new(),
         };
         let mut defaults = vec![
@@ -71,6 +76,32 @@ impl SnapshotBuilder {
             (Var::PerformanceSchema, "OFF"),
             (Var::HaveProfiling, "YES"),
             (Var::InnodbBufferPoolSize, "134217728"),
+            // MariaDB 10.11/11.8 defaults (SHOW GLOBAL VARIABLES of a fresh server).
+            (Var::MaxConnections, "151"),
+            (Var::ThreadHandling, "one-thread-per-connection"),
+            (Var::InnodbPageSize, "16384"),
+            (Var::InnodbFlushMethod, "O_DIRECT"),
+            (Var::InnodbLogFileSize, "100663296"),
+            (Var::InnodbLogBufferSize, "16777216"),
+            (Var::InnodbBufferPoolSizeMax, "8796093022208"),
+            (Var::InnodbStatsPersistent, "ON"),
+            (Var::ThreadCacheSize, "151"),
+            (Var::TableOpenCache, "2000"),
+            (Var::TableDefinitionCache, "400"),
+            (Var::OpenFilesLimit, "32183"),
+            (Var::QueryCacheType, "OFF"),
+            (Var::QueryCacheSize, "1048576"),
+            (Var::SortBufferSize, "2097152"),
+            (Var::TmpTableSize, "16777216"),
+            (Var::MaxHeapTableSize, "16777216"),
+            (Var::JoinBufferSize, "262144"),
+            (Var::ReadBufferSize, "131072"),
+            (Var::ReadRndBufferSize, "262144"),
+            (Var::ThreadStack, "299008"),
+            (Var::BinlogCacheSize, "32768"),
+            (Var::LogBin, "OFF"),
+            (Var::KeyBufferSize, "134217728"),
+            (Var::AriaPagecacheBufferSize, "134217728"),
         ];
         if vector {
             defaults.extend([
@@ -118,6 +149,40 @@ impl SnapshotBuilder {
         self.facts()
             .status
             .insert(s.name().to_owned(), value.to_owned());
+        self
+    }
+
+    /// A status window of `seconds` whose first read is `start` (the end is the status set
+    /// with [`SnapshotBuilder::status`]); names not given start equal to their end value, so
+    /// only the given counters move.
+    pub fn window(mut self, seconds: f64, start: &[(StatusVar, &str)]) -> SnapshotBuilder {
+        let f = self.facts();
+        let mut first = f.status.clone();
+        for (v, value) in start {
+            first.insert(v.name().to_owned(), (*value).to_owned());
+        }
+        f.status_window = Gathered::Available(crate::StatusWindow {
+            seconds,
+            source: crate::WindowSource::Doctor,
+            start: first,
+        });
+        self
+    }
+
+    /// The InnoDB data and index size.
+    pub fn innodb_size(mut self, data_bytes: u64, index_bytes: u64) -> SnapshotBuilder {
+        self.facts().innodb_size = Gathered::Available(crate::InnodbSize {
+            tables: 10,
+            data_bytes,
+            index_bytes,
+            oldest_stats_age_seconds: Some(60),
+        });
+        self
+    }
+
+    /// The open transactions.
+    pub fn transactions(mut self, t: crate::Transactions) -> SnapshotBuilder {
+        self.facts().transactions = Gathered::Available(t);
         self
     }
 

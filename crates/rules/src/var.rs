@@ -62,6 +62,26 @@ named_enum! {
         MaxConnections => "max_connections",
         TableOpenCache => "table_open_cache",
         QueryCacheType => "query_cache_type",
+        // The everyday server pitfalls (PD205–PD216) and the memory model (PD503).
+        InnodbBufferPoolSizeMax => "innodb_buffer_pool_size_max",
+        InnodbLogBufferSize => "innodb_log_buffer_size",
+        InnodbDataFileBuffering => "innodb_data_file_buffering",
+        InnodbStatsPersistent => "innodb_stats_persistent",
+        ThreadCacheSize => "thread_cache_size",
+        TableDefinitionCache => "table_definition_cache",
+        OpenFilesLimit => "open_files_limit",
+        QueryCacheSize => "query_cache_size",
+        SortBufferSize => "sort_buffer_size",
+        TmpTableSize => "tmp_table_size",
+        MaxHeapTableSize => "max_heap_table_size",
+        JoinBufferSize => "join_buffer_size",
+        ReadBufferSize => "read_buffer_size",
+        ReadRndBufferSize => "read_rnd_buffer_size",
+        ThreadStack => "thread_stack",
+        BinlogCacheSize => "binlog_cache_size",
+        LogBin => "log_bin",
+        KeyBufferSize => "key_buffer_size",
+        AriaPagecacheBufferSize => "aria_pagecache_buffer_size",
     }
 }
 
@@ -70,7 +90,12 @@ impl Var {
     pub const fn is_bool(self) -> bool {
         matches!(
             self,
-            Var::InnodbUseNativeAio | Var::PerformanceSchema | Var::LargePages
+            Var::InnodbUseNativeAio
+                | Var::PerformanceSchema
+                | Var::LargePages
+                | Var::InnodbDataFileBuffering
+                | Var::InnodbStatsPersistent
+                | Var::LogBin
         )
     }
 }
@@ -93,6 +118,56 @@ named_enum! {
         InnodbBufferPoolPagesFree => "innodb_buffer_pool_pages_free",
         MemoryUsed => "memory_used",
         FeatureVectorIndex => "feature_vector_index",
+        // The everyday server pitfalls (PD205–PD216).
+        Connections => "connections",
+        ThreadsCreated => "threads_created",
+        MaxUsedConnections => "max_used_connections",
+        MaxUsedConnectionsTime => "max_used_connections_time",
+        ConnectionErrorsMaxConnections => "connection_errors_max_connections",
+        CreatedTmpTables => "created_tmp_tables",
+        CreatedTmpDiskTables => "created_tmp_disk_tables",
+        TableOpenCacheHits => "table_open_cache_hits",
+        TableOpenCacheMisses => "table_open_cache_misses",
+        TableOpenCacheOverflows => "table_open_cache_overflows",
+        OpenedTableDefinitions => "opened_table_definitions",
+        OpenTableDefinitions => "open_table_definitions",
+        OpenFiles => "open_files",
+        QcacheHits => "qcache_hits",
+        QcacheInserts => "qcache_inserts",
+        QcacheLowmemPrunes => "qcache_lowmem_prunes",
+        SortMergePasses => "sort_merge_passes",
+        SortScan => "sort_scan",
+        SortRange => "sort_range",
+        SelectFullJoin => "select_full_join",
+        SelectRangeCheck => "select_range_check",
+        InnodbLogWaits => "innodb_log_waits",
+        InnodbLsnCurrent => "innodb_lsn_current",
+        InnodbCheckpointAge => "innodb_checkpoint_age",
+        InnodbCheckpointMaxAge => "innodb_checkpoint_max_age",
+        InnodbHistoryListLength => "innodb_history_list_length",
+    }
+}
+
+impl StatusVar {
+    /// A counter that only grows while the server runs (a window's difference means
+    /// something); the others are gauges or high-water marks read as they are.
+    pub const fn is_counter(self) -> bool {
+        !matches!(
+            self,
+            StatusVar::Uptime
+                | StatusVar::ThreadsConnected
+                | StatusVar::ThreadsRunning
+                | StatusVar::InnodbBufferPoolPagesTotal
+                | StatusVar::InnodbBufferPoolPagesFree
+                | StatusVar::MemoryUsed
+                | StatusVar::MaxUsedConnections
+                | StatusVar::MaxUsedConnectionsTime
+                | StatusVar::OpenTableDefinitions
+                | StatusVar::OpenFiles
+                | StatusVar::InnodbCheckpointAge
+                | StatusVar::InnodbCheckpointMaxAge
+                | StatusVar::InnodbHistoryListLength
+        )
     }
 }
 

@@ -115,6 +115,8 @@ fn the_dashboard_is_well_formed_grafana_json() {
         "Page sizes",
         "TLB misses and events on mariadbd, per second",
         "Collector success",
+        "Buffer pool misses",
+        "Connections vs max_connections",
     ] {
         assert!(titles.contains(&wanted), "{wanted} missing: {titles:?}");
     }

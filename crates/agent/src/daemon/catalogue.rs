@@ -106,6 +106,8 @@ const MEMORY: &str = "memory facts read";
 const MARIADBD: &str = "mariadbd found";
 const COUNTERS: &str = "Linux, perf counters on mariadbd";
 const SELF_LINUX: &str = "Linux: the agent's own process";
+const INNODB_SIZE: &str = "MariaDB reached, SELECT on mysql.innodb_table_stats";
+const INNODB_TRX: &str = "MariaDB reached, PROCESS (information_schema.INNODB_TRX)";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
 const STORAGE_IO: &str = "a server on this host, live, with a window and a block device";
@@ -160,6 +162,66 @@ catalogue! {
         "Questions: statements sent by clients";
     SLOW_QUERIES: Counter "powerdiag_mariadb_slow_queries_total" [] when DB
         "Slow_queries";
+    SRV_COM_SELECT: Counter "powerdiag_mariadb_com_select_total" [] when DB
+        "Com_select: SELECTs executed (not answered by the query cache)";
+    SRV_CREATED_TMP_TABLES: Counter "powerdiag_mariadb_created_tmp_tables_total" [] when DB
+        "Created_tmp_tables: internal temporary tables";
+    SRV_CREATED_TMP_DISK_TABLES: Counter "powerdiag_mariadb_created_tmp_disk_tables_total" [] when DB
+        "Created_tmp_disk_tables: internal temporary tables written to disk (PD208)";
+    SRV_CONNECTIONS: Counter "powerdiag_mariadb_connections_total" [] when DB
+        "Connections: connection attempts";
+    SRV_THREADS_CREATED: Counter "powerdiag_mariadb_threads_created_total" [] when DB
+        "Threads_created: threads created for connections (PD210)";
+    SRV_CONNECTION_ERRORS_MAX_CONNECTIONS: Counter "powerdiag_mariadb_connection_errors_max_connections_total" [] when DB
+        "Connection_errors_max_connections: connections refused at max_connections (PD209)";
+    SRV_TABLE_OPEN_CACHE_HITS: Counter "powerdiag_mariadb_table_open_cache_hits_total" [] when DB
+        "Table_open_cache_hits";
+    SRV_TABLE_OPEN_CACHE_MISSES: Counter "powerdiag_mariadb_table_open_cache_misses_total" [] when DB
+        "Table_open_cache_misses (PD211)";
+    SRV_OPENED_TABLE_DEFINITIONS: Counter "powerdiag_mariadb_opened_table_definitions_total" [] when DB
+        "Opened_table_definitions: table definitions read (PD211)";
+    SRV_QCACHE_HITS: Counter "powerdiag_mariadb_qcache_hits_total" [] when DB
+        "Qcache_hits: SELECTs answered by the query cache (PD212)";
+    SRV_QCACHE_LOWMEM_PRUNES: Counter "powerdiag_mariadb_qcache_lowmem_prunes_total" [] when DB
+        "Qcache_lowmem_prunes (PD212)";
+    SRV_SORT_SCAN: Counter "powerdiag_mariadb_sort_scan_total" [] when DB
+        "Sort_scan: sorts done by scanning";
+    SRV_SORT_RANGE: Counter "powerdiag_mariadb_sort_range_total" [] when DB
+        "Sort_range: sorts done on ranges";
+    SRV_SORT_MERGE_PASSES: Counter "powerdiag_mariadb_sort_merge_passes_total" [] when DB
+        "Sort_merge_passes: merge passes of sorts larger than sort_buffer_size (PD213)";
+    SRV_SELECT_FULL_JOIN: Counter "powerdiag_mariadb_select_full_join_total" [] when DB
+        "Select_full_join: joins that scanned the joined table (PD214)";
+    SRV_SELECT_RANGE_CHECK: Counter "powerdiag_mariadb_select_range_check_total" [] when DB
+        "Select_range_check: joins that chose an index row by row (PD214)";
+    SRV_INNODB_LOG_WAITS: Counter "powerdiag_mariadb_innodb_log_waits_total" [] when DB
+        "Innodb_log_waits: waits for the log buffer (PD207)";
+    SRV_INNODB_REDO_WRITTEN_BYTES: Counter "powerdiag_mariadb_innodb_redo_written_bytes_total" [] unit "bytes" when DB
+        "Innodb_lsn_current: redo log bytes written since the log was created (PD206)";
+    SRV_MAX_CONNECTIONS: Gauge "powerdiag_mariadb_max_connections" [] when DB
+        "max_connections";
+    SRV_MAX_USED_CONNECTIONS: Gauge "powerdiag_mariadb_max_used_connections" [] when DB
+        "Max_used_connections: most connections open at once since start-up (PD209)";
+    SRV_OPEN_FILES: Gauge "powerdiag_mariadb_open_files" [] when DB
+        "Open_files";
+    SRV_OPEN_FILES_LIMIT: Gauge "powerdiag_mariadb_open_files_limit" [] when DB
+        "open_files_limit";
+    SRV_INNODB_CHECKPOINT_AGE_BYTES: Gauge "powerdiag_mariadb_innodb_checkpoint_age_bytes" [] unit "bytes" when DB
+        "Innodb_checkpoint_age: redo not yet checkpointed (PD206)";
+    SRV_INNODB_CHECKPOINT_MAX_AGE_BYTES: Gauge "powerdiag_mariadb_innodb_checkpoint_max_age_bytes" [] unit "bytes" when DB
+        "Innodb_checkpoint_max_age: where InnoDB flushes synchronously (PD206)";
+    SRV_INNODB_LOG_FILE_SIZE_BYTES: Gauge "powerdiag_mariadb_innodb_log_file_size_bytes" [] unit "bytes" when DB
+        "innodb_log_file_size";
+    SRV_INNODB_HISTORY_LIST_LENGTH: Gauge "powerdiag_mariadb_innodb_history_list_length" [] when DB
+        "Innodb_history_list_length: undo history purge has not removed (PD215)";
+    SRV_INNODB_BUFFER_POOL_SIZE_BYTES: Gauge "powerdiag_mariadb_innodb_buffer_pool_size_bytes" [] unit "bytes" when DB
+        "innodb_buffer_pool_size (PD205)";
+    SRV_INNODB_SIZE: Gauge "powerdiag_mariadb_innodb_size_bytes" ["kind"] unit "bytes" when INNODB_SIZE
+        "InnoDB data (kind=data: clustered indexes) and secondary indexes (kind=index) from mysql.innodb_table_stats (PD205)";
+    SRV_OPEN_TRANSACTIONS: Gauge "powerdiag_mariadb_innodb_open_transactions" [] when INNODB_TRX
+        "Open InnoDB transactions (information_schema.INNODB_TRX)";
+    SRV_OLDEST_TRANSACTION_AGE: Gauge "powerdiag_mariadb_innodb_oldest_transaction_age_seconds" [] unit "seconds" when INNODB_TRX
+        "Age of the oldest open InnoDB transaction, 0 when none is open (PD215)";
     THREADS_CONNECTED: Gauge "powerdiag_mariadb_threads_connected" [] when DB
         "Threads_connected";
     THREADS_RUNNING: Gauge "powerdiag_mariadb_threads_running" [] when DB

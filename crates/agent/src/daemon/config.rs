@@ -39,6 +39,13 @@ pub struct SampleConfig {
     /// (status counters are read every sample); 0 reads them every sample.
     #[serde(with = "humantime_serde")]
     pub variables_refresh: Duration,
+    /// The status counters are judged over the difference from the read about this long ago
+    /// (at least the previous sample's): the rules' window.
+    #[serde(with = "humantime_serde")]
+    pub status_window: Duration,
+    /// How long the InnoDB size and the open transactions (one statement each) are reused.
+    #[serde(with = "humantime_serde")]
+    pub innodb_refresh: Duration,
 }
 
 impl Default for SampleConfig {
@@ -49,6 +56,8 @@ impl Default for SampleConfig {
             window: Duration::from_secs(1),
             vector_index_refresh: Duration::from_secs(300),
             variables_refresh: Duration::from_secs(60),
+            status_window: Duration::from_secs(60),
+            innodb_refresh: Duration::from_secs(60),
         }
     }
 }

@@ -307,6 +307,99 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
     ] {
         b.one(m, st(var));
     }
+    server_health(b, f);
+}
+
+/// The everyday server facts (PD205–PD216, PD503): the server's own counters as counters, so
+/// PromQL rates them over any window (buffer-pool misses = rate(reads) / rate(read_requests));
+/// gauges and limits beside them. Names follow the status variable.
+fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
+    let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
+    let var = |v: Var| f.var_u64(v).ok().map(|x| x as f64);
+    for (v, m) in [
+        (StatusVar::ComSelect, &c::SRV_COM_SELECT),
+        (StatusVar::CreatedTmpTables, &c::SRV_CREATED_TMP_TABLES),
+        (
+            StatusVar::CreatedTmpDiskTables,
+            &c::SRV_CREATED_TMP_DISK_TABLES,
+        ),
+        (StatusVar::Connections, &c::SRV_CONNECTIONS),
+        (StatusVar::ThreadsCreated, &c::SRV_THREADS_CREATED),
+        (
+            StatusVar::ConnectionErrorsMaxConnections,
+            &c::SRV_CONNECTION_ERRORS_MAX_CONNECTIONS,
+        ),
+        (StatusVar::TableOpenCacheHits, &c::SRV_TABLE_OPEN_CACHE_HITS),
+        (
+            StatusVar::TableOpenCacheMisses,
+            &c::SRV_TABLE_OPEN_CACHE_MISSES,
+        ),
+        (
+            StatusVar::OpenedTableDefinitions,
+            &c::SRV_OPENED_TABLE_DEFINITIONS,
+        ),
+        (StatusVar::QcacheHits, &c::SRV_QCACHE_HITS),
+        (StatusVar::QcacheLowmemPrunes, &c::SRV_QCACHE_LOWMEM_PRUNES),
+        (StatusVar::SortScan, &c::SRV_SORT_SCAN),
+        (StatusVar::SortRange, &c::SRV_SORT_RANGE),
+        (StatusVar::SortMergePasses, &c::SRV_SORT_MERGE_PASSES),
+        (StatusVar::SelectFullJoin, &c::SRV_SELECT_FULL_JOIN),
+        (StatusVar::SelectRangeCheck, &c::SRV_SELECT_RANGE_CHECK),
+        (StatusVar::InnodbLogWaits, &c::SRV_INNODB_LOG_WAITS),
+        (
+            StatusVar::InnodbLsnCurrent,
+            &c::SRV_INNODB_REDO_WRITTEN_BYTES,
+        ),
+    ] {
+        b.one(m, st(v));
+    }
+    for (m, value) in [
+        (&c::SRV_MAX_CONNECTIONS, var(Var::MaxConnections)),
+        (
+            &c::SRV_MAX_USED_CONNECTIONS,
+            st(StatusVar::MaxUsedConnections),
+        ),
+        (&c::SRV_OPEN_FILES, st(StatusVar::OpenFiles)),
+        (&c::SRV_OPEN_FILES_LIMIT, var(Var::OpenFilesLimit)),
+        (
+            &c::SRV_INNODB_CHECKPOINT_AGE_BYTES,
+            st(StatusVar::InnodbCheckpointAge),
+        ),
+        (
+            &c::SRV_INNODB_CHECKPOINT_MAX_AGE_BYTES,
+            st(StatusVar::InnodbCheckpointMaxAge),
+        ),
+        (
+            &c::SRV_INNODB_LOG_FILE_SIZE_BYTES,
+            var(Var::InnodbLogFileSize),
+        ),
+        (
+            &c::SRV_INNODB_HISTORY_LIST_LENGTH,
+            st(StatusVar::InnodbHistoryListLength),
+        ),
+        (
+            &c::SRV_INNODB_BUFFER_POOL_SIZE_BYTES,
+            var(Var::InnodbBufferPoolSize),
+        ),
+    ] {
+        b.one(m, value);
+    }
+    if let Gathered::Available(size) = &f.innodb_size {
+        b.add(
+            &c::SRV_INNODB_SIZE,
+            [
+                (["data"], size.data_bytes as f64),
+                (["index"], size.index_bytes as f64),
+            ],
+        );
+    }
+    if let Gathered::Available(t) = &f.transactions {
+        b.one(&c::SRV_OPEN_TRANSACTIONS, Some(t.open as f64));
+        b.one(
+            &c::SRV_OLDEST_TRANSACTION_AGE,
+            Some(t.oldest.as_ref().map_or(0.0, |o| o.age_seconds as f64)),
+        );
+    }
 }
 
 /// The vector probe's results, in the sample that ran it (the agent probes on its own, slower

@@ -19,7 +19,8 @@ use super::{
 };
 use crate::collect::{
     self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions,
-    mariadb::target::Candidate, os::Roots,
+    mariadb::{InnodbCache, StatusTracker, StatusWindowMode, target::Candidate},
+    os::Roots,
 };
 
 /// One complete sample, as served.
@@ -60,6 +61,9 @@ pub async fn run(
     // The connection and the variable list, kept between samples.
     let mut reuse = crate::collect::Reuse::new(config.borrow().sample.variables_refresh);
     let mut statements = crate::collect::StatementTracker::new(config.borrow().statements.interval);
+    // The status reads the rules' window starts from, and the InnoDB facts' cache.
+    let mut status = StatusTracker::new(config.borrow().sample.status_window);
+    let mut innodb = InnodbCache::new(config.borrow().sample.innodb_refresh);
     loop {
         let cfg = config.borrow_and_update().clone();
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -70,6 +74,12 @@ pub async fn run(
         }
         if statements.interval != cfg.statements.interval {
             statements = statements.with_interval(cfg.statements.interval);
+        }
+        if status.window != cfg.sample.status_window {
+            status = status.with_window(cfg.sample.status_window);
+        }
+        if innodb.refresh != cfg.sample.innodb_refresh {
+            innodb = innodb.with_refresh(cfg.sample.innodb_refresh);
         }
         let started = Instant::now();
         let probe_due =
@@ -90,6 +100,8 @@ pub async fn run(
                     counters_top: cfg.statements.top,
                     ..Default::default()
                 }),
+                status_window: StatusWindowMode::Agent(status.clone()),
+                innodb_cache: Some(innodb.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),
@@ -214,6 +226,8 @@ mod tests {
                 vector_cache: None,
                 reuse: None,
                 statements: None,
+                status_window: Default::default(),
+                innodb_cache: None,
             },
             taken_at: None,
             roots: Roots::default(),

@@ -2,6 +2,8 @@
 
 use crate::Rule;
 
+mod fix;
+mod memory;
 mod mhnsw;
 pub(crate) mod pd101_mhnsw_cache_undersized;
 mod pd102_mhnsw_cache_thrashing;
@@ -10,6 +12,18 @@ mod pd201_innodb_checksum_software;
 mod pd202_mariadb_old_write_scalability;
 mod pd203_innodb_native_aio_off;
 mod pd204_performance_schema_off;
+mod pd205_innodb_buffer_pool_undersized;
+mod pd206_innodb_redo_log_undersized;
+mod pd207_innodb_log_waits;
+mod pd208_tmp_tables_on_disk;
+mod pd209_connections_near_limit;
+mod pd210_thread_cache_ineffective;
+mod pd211_table_cache_misses;
+mod pd212_query_cache_contention;
+mod pd213_sort_merge_passes;
+mod pd214_joins_without_index;
+mod pd215_long_transaction;
+mod pd216_innodb_flush_method_buffered;
 mod pd301_small_pages_aix;
 mod pd302_small_pages_linux;
 mod pd303_tlb_miss_rate_high;
@@ -22,6 +36,7 @@ mod pd406_dscr_default;
 mod pd407_entitlement_low_per_vcpu;
 mod pd501_numa_memoryless_nodes;
 mod pd502_working_set_exceeds_l3;
+mod pd503_memory_overcommitted;
 mod pd504_swap_activity;
 mod pd601_aix_gcc_build;
 mod pd602_allocator_default;
@@ -40,6 +55,18 @@ pub use pd201_innodb_checksum_software::InnodbChecksumSoftware;
 pub use pd202_mariadb_old_write_scalability::MariadbOldWriteScalability;
 pub use pd203_innodb_native_aio_off::InnodbNativeAioOff;
 pub use pd204_performance_schema_off::PerformanceSchemaOff;
+pub use pd205_innodb_buffer_pool_undersized::InnodbBufferPoolUndersized;
+pub use pd206_innodb_redo_log_undersized::InnodbRedoLogUndersized;
+pub use pd207_innodb_log_waits::InnodbLogWaits;
+pub use pd208_tmp_tables_on_disk::TmpTablesOnDisk;
+pub use pd209_connections_near_limit::ConnectionsNearLimit;
+pub use pd210_thread_cache_ineffective::ThreadCacheIneffective;
+pub use pd211_table_cache_misses::TableCacheMisses;
+pub use pd212_query_cache_contention::QueryCacheContention;
+pub use pd213_sort_merge_passes::SortMergePasses;
+pub use pd214_joins_without_index::JoinsWithoutIndex;
+pub use pd215_long_transaction::LongTransaction;
+pub use pd216_innodb_flush_method_buffered::InnodbFlushMethodBuffered;
 pub use pd301_small_pages_aix::SmallPagesAix;
 pub use pd302_small_pages_linux::SmallPagesLinux;
 pub use pd303_tlb_miss_rate_high::TlbMissRateHigh;
@@ -52,6 +79,7 @@ pub use pd406_dscr_default::DscrDefault;
 pub use pd407_entitlement_low_per_vcpu::EntitlementLowPerVcpu;
 pub use pd501_numa_memoryless_nodes::NumaMemorylessNodes;
 pub use pd502_working_set_exceeds_l3::WorkingSetExceedsL3;
+pub use pd503_memory_overcommitted::MemoryOvercommitted;
 pub use pd504_swap_activity::SwapActivity;
 pub use pd601_aix_gcc_build::AixGccBuild;
 pub use pd602_allocator_default::AllocatorDefault;
@@ -71,6 +99,18 @@ pub static RULES: &[&dyn Rule] = &[
     &MariadbOldWriteScalability,
     &InnodbNativeAioOff,
     &PerformanceSchemaOff,
+    &InnodbBufferPoolUndersized,
+    &InnodbRedoLogUndersized,
+    &InnodbLogWaits,
+    &TmpTablesOnDisk,
+    &ConnectionsNearLimit,
+    &ThreadCacheIneffective,
+    &TableCacheMisses,
+    &QueryCacheContention,
+    &SortMergePasses,
+    &JoinsWithoutIndex,
+    &LongTransaction,
+    &InnodbFlushMethodBuffered,
     &SmallPagesAix,
     &SmallPagesLinux,
     &TlbMissRateHigh,
@@ -83,6 +123,7 @@ pub static RULES: &[&dyn Rule] = &[
     &EntitlementLowPerVcpu,
     &NumaMemorylessNodes,
     &WorkingSetExceedsL3,
+    &MemoryOvercommitted,
     &SwapActivity,
     &AixGccBuild,
     &AllocatorDefault,
@@ -217,6 +258,18 @@ mod registry_tests {
             ("PD202", Severity::Warning),
             ("PD203", Severity::Info),
             ("PD204", Severity::Info),
+            ("PD205", Severity::Warning),
+            ("PD206", Severity::Warning),
+            ("PD207", Severity::Warning),
+            ("PD208", Severity::Warning),
+            ("PD209", Severity::Warning),
+            ("PD210", Severity::Info),
+            ("PD211", Severity::Info),
+            ("PD212", Severity::Warning),
+            ("PD213", Severity::Info),
+            ("PD214", Severity::Info),
+            ("PD215", Severity::Warning),
+            ("PD216", Severity::Info),
             ("PD301", Severity::Warning),
             ("PD302", Severity::Warning),
             ("PD303", Severity::Warning),
@@ -229,6 +282,7 @@ mod registry_tests {
             ("PD407", Severity::Warning),
             ("PD501", Severity::Warning),
             ("PD502", Severity::Info),
+            ("PD503", Severity::Warning),
             ("PD601", Severity::Info),
             ("PD602", Severity::Info),
             ("PD701", Severity::Warning),
@@ -265,6 +319,8 @@ pub(crate) mod tests_support {
                 .mariadb("11.8.6-MariaDB")
                 .probe(super::pd103_profiler_stall_dominated::tests::stalled_probe())
                 .build(),
+            // The everyday server pitfalls at once (PD205–PD216, PD503).
+            everyday_pitfalls(),
             SnapshotBuilder::new()
                 .mariadb("10.2.44-MariaDB")
                 .host(|h| h.hardware_threads = Some(48))
@@ -353,6 +409,70 @@ pub(crate) mod tests_support {
                 .statements(orm_statements(), 0)
                 .build(),
         ]
+    }
+
+    /// A server with every everyday pitfall: a tiny buffer pool missing reads, a redo log
+    /// at its checkpoint limit, temporary tables on disk, connections at the limit, no thread
+    /// cache, a churning table cache, the query cache on, sort merge passes, unindexed joins,
+    /// a transaction open for hours, buffered data files, and a global sort buffer that
+    /// overcommits memory.
+    fn everyday_pitfalls() -> Snapshot {
+        use crate::{OpenTransaction, StatusVar as S, Transactions};
+        // (counter, value at the end, value at the start of a 10 s window)
+        let moved: [(S, &str, &str); 21] = [
+            (S::Uptime, "100010", "100000"),
+            (S::InnodbBufferPoolReadRequests, "1100000", "1000000"),
+            (S::InnodbBufferPoolReads, "10000", "0"),
+            (S::InnodbLsnCurrent, "900000000", "800000000"),
+            (S::InnodbLogWaits, "20", "10"),
+            (S::CreatedTmpTables, "200", "100"),
+            (S::CreatedTmpDiskTables, "90", "10"),
+            (S::Connections, "1200", "1000"),
+            (S::ThreadsCreated, "1200", "1000"),
+            (S::ConnectionErrorsMaxConnections, "5", "0"),
+            (S::TableOpenCacheHits, "1100", "1000"),
+            (S::TableOpenCacheMisses, "1100", "1000"),
+            (S::OpenedTableDefinitions, "10", "10"),
+            (S::ComSelect, "2000", "1000"),
+            (S::QcacheHits, "10", "0"),
+            (S::QcacheLowmemPrunes, "0", "0"),
+            (S::SortScan, "200", "100"),
+            (S::SortRange, "0", "0"),
+            (S::SortMergePasses, "300", "100"),
+            (S::SelectFullJoin, "150", "100"),
+            (S::SelectRangeCheck, "0", "0"),
+        ];
+        let mut b = SnapshotBuilder::new()
+            .mariadb("10.11.14-MariaDB")
+            .var(Var::SortBufferSize, "268435456")
+            .var(Var::ThreadCacheSize, "0")
+            .var(Var::TableOpenCache, "10")
+            .var(Var::QueryCacheType, "ON")
+            .var(Var::QueryCacheSize, "16777216")
+            .var(Var::InnodbFlushMethod, "fsync")
+            .var(Var::InnodbLogFileSize, "8388608")
+            .innodb_size(4 << 30, 1 << 30)
+            .transactions(Transactions {
+                open: 1,
+                oldest: Some(OpenTransaction {
+                    thread_id: 7,
+                    age_seconds: 7200,
+                    state: "RUNNING".into(),
+                    ..Default::default()
+                }),
+            })
+            .status(S::InnodbCheckpointAge, "7000000")
+            .status(S::InnodbCheckpointMaxAge, "7000000")
+            .status(S::InnodbHistoryListLength, "500000")
+            .status(S::ThreadsConnected, "150")
+            .status(S::MaxUsedConnections, "151")
+            .status(S::OpenFiles, "30")
+            .status(S::OpenTableDefinitions, "20");
+        for (v, end, _) in moved {
+            b = b.status(v, end);
+        }
+        let start: Vec<(S, &str)> = moved.iter().map(|(v, _, start)| (*v, *start)).collect();
+        b.window(10.0, &start).build()
     }
 
     fn orm_statements() -> Vec<Digest> {

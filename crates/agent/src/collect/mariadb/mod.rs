@@ -3,10 +3,12 @@
 //! Each part is timed as its own [`CollectorRun`]; a part that fails leaves its piece of the
 //! snapshot `Unavailable` with the reason and never stops the others.
 
+mod innodb;
 mod probe;
 mod server;
 mod session;
 mod statements;
+mod status_window;
 pub mod target;
 mod vector;
 
@@ -20,9 +22,11 @@ use powerdiag_rules::{
     Probe, ServerVersion, Var,
 };
 
+pub use innodb::InnodbCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
 use session::Session;
 pub use statements::{StatementOptions, StatementTracker};
+pub use status_window::{StatusTracker, StatusWindowMode};
 use target::Candidate;
 
 /// What to collect from MariaDB.
@@ -40,6 +44,12 @@ pub struct MariadbOptions {
     pub reuse: Option<Reuse>,
     /// Statement digests; `None` leaves them unread.
     pub statements: Option<StatementOptions>,
+    /// Where the status window's first read comes from: none, doctor's second read after a
+    /// wait, or the agent's earlier samples.
+    pub status_window: StatusWindowMode,
+    /// Reuse the InnoDB size and transactions for a while (the agent); `None` reads them every
+    /// time (doctor).
+    pub innodb_cache: Option<InnodbCache>,
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -188,7 +198,15 @@ pub async fn collect(
         let candidate = candidates.iter().find(|c| c.display() == target);
         if let (Some(candidate), true) = (candidate, s.alive()) {
             s.statements = 0;
-            let facts = server_facts(&mut s, candidate, local_hostname, reuse, true).await;
+            let facts = server_facts(
+                &mut s,
+                candidate,
+                local_hostname,
+                reuse,
+                true,
+                read_status_first(opts),
+            )
+            .await;
             sent = s.statements;
             match facts {
                 Ok(facts) => {
@@ -225,7 +243,16 @@ pub async fn collect(
                         return out;
                     }
                 };
-            match server_facts(&mut s, candidate, local_hostname, reuse, false).await {
+            match server_facts(
+                &mut s,
+                candidate,
+                local_hostname,
+                reuse,
+                false,
+                read_status_first(opts),
+            )
+            .await
+            {
                 Ok(facts) => {
                     s.statements += sent;
                     (s, candidate, facts)
@@ -318,9 +345,12 @@ async fn finish(
     out.section.target = Some(candidate.display());
     out.section.reachable = true;
     out.runs.push(run("mariadb", started, None));
-    on_connected(Some(&facts));
     // Before the probe, so its k-NN queries are not in doctor's read.
     collect_statements(&mut s, &mut facts, opts, &mut out.runs).await;
+    collect_innodb(&mut s, &mut facts, opts, &mut out.runs).await;
+    // The OS window starts with the status window, so both cover the same time.
+    on_connected(Some(&facts));
+    status_window(&mut s, &mut facts, &opts.status_window).await;
     collect_vectors(&mut s, &mut facts, opts, observer, &mut out.runs).await;
     out.section.facts = Some(facts);
     out.statements = s.statements;
@@ -361,6 +391,7 @@ async fn server_facts(
     local_hostname: Option<&str>,
     reuse: Option<&Reuse>,
     kept_connection: bool,
+    read_status: bool,
 ) -> Result<MariadbFacts, DbError> {
     let kept = match reuse {
         Some(r) if kept_connection => r.fresh_variables(),
@@ -433,12 +464,17 @@ async fn server_facts(
     } else if s.exec("SET SESSION TRANSACTION READ ONLY").await.is_ok() {
         s.guarded = Some(s.timeout());
     }
-    let status = match server::read_status(s).await {
-        Ok(st) => st,
-        Err(e) if first_is_status => return Err(e),
-        Err(e) => {
-            notes.push(format!("global status unavailable: {}", e.message));
-            Default::default()
+    let status = if !read_status {
+        // Doctor's window: read later, after its other statements (`finish`).
+        Default::default()
+    } else {
+        match server::read_status(s).await {
+            Ok(st) => st,
+            Err(e) if first_is_status => return Err(e),
+            Err(e) => {
+                notes.push(format!("global status unavailable: {}", e.message));
+                Default::default()
+            }
         }
     };
     let same_host = if candidate.is_local() {
@@ -459,8 +495,97 @@ async fn server_facts(
             "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into(),
         ),
         statements: Gathered::Unavailable("statement digests were not read".into()),
+        status_window: Gathered::Unavailable("no sample window".into()),
+        innodb_size: Gathered::Unavailable("not read".into()),
+        transactions: Gathered::Unavailable("not read".into()),
         notes,
     })
+}
+
+/// Doctor with a window reads the status only after its other statements (`status_window`),
+/// so they do not count in the window.
+fn read_status_first(opts: &MariadbOptions) -> bool {
+    !matches!(opts.status_window, StatusWindowMode::Doctor(d) if !d.is_zero())
+}
+
+/// The status window: doctor reads the status, waits, reads it again; the agent pairs this
+/// sample's read with an earlier one.
+async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusWindowMode) {
+    facts.status_window = match mode {
+        StatusWindowMode::Doctor(d) if !d.is_zero() => {
+            let start = match server::read_status(s).await {
+                Ok(st) => st,
+                Err(e) => {
+                    facts
+                        .notes
+                        .push(format!("global status unavailable: {}", e.message));
+                    facts.status_window =
+                        Gathered::Unavailable(format!("status unavailable: {}", e.message));
+                    return;
+                }
+            };
+            let began = Instant::now();
+            tokio::time::sleep(*d).await;
+            match server::read_status(s).await {
+                Ok(end) => {
+                    let seconds = began.elapsed().as_secs_f64();
+                    facts.status = end;
+                    Gathered::Available(powerdiag_rules::StatusWindow {
+                        seconds,
+                        source: powerdiag_rules::WindowSource::Doctor,
+                        start,
+                    })
+                }
+                Err(e) => {
+                    facts.status = start;
+                    Gathered::Unavailable(format!(
+                        "the status read at the end of the window failed: {}",
+                        e.message
+                    ))
+                }
+            }
+        }
+        StatusWindowMode::Doctor(_) | StatusWindowMode::None => Gathered::Unavailable(
+            "no sample window (doctor --sample-window 0): one status read".into(),
+        ),
+        StatusWindowMode::Agent(tracker) if !facts.status.is_empty() => {
+            tracker.record(Instant::now(), &facts.status)
+        }
+        StatusWindowMode::Agent(_) => Gathered::Unavailable("status unavailable".into()),
+    };
+}
+
+/// The InnoDB size and the open transactions (one statement each), or the agent's recent ones.
+async fn collect_innodb(
+    s: &mut Session,
+    facts: &mut MariadbFacts,
+    opts: &MariadbOptions,
+    runs: &mut Vec<CollectorRun>,
+) {
+    if let Some((size, trx)) = opts.innodb_cache.as_ref().and_then(InnodbCache::fresh) {
+        facts.innodb_size = size;
+        facts.transactions = trx;
+        return;
+    }
+    let started = Instant::now();
+    let size = innodb::read_size(s).await;
+    let trx = innodb::read_transactions(s).await;
+    // An empty statistics table is a fact; a statement that failed is a failed collector.
+    let failed: Vec<&str> = [size.as_ref().err(), trx.as_ref().err()]
+        .into_iter()
+        .flatten()
+        .filter(|w| w.starts_with("reading "))
+        .collect();
+    runs.push(run(
+        "mariadb_innodb",
+        started,
+        (!failed.is_empty()).then(|| failed.join("; ")).as_deref(),
+    ));
+    if let Some(cache) = &opts.innodb_cache {
+        cache.store(&size, &trx);
+    }
+    facts.innodb_size = size;
+    facts.transactions = trx;
 }
 
 fn s_timeout_secs(s: &Session) -> f64 {

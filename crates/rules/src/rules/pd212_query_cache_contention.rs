@@ -1,0 +1,214 @@
+use crate::{
+    Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
+    counters::{MIN_UPTIME, at_least},
+    declare_rule, format_bytes,
+    os::pct,
+};
+
+use super::fix::set_global;
+
+declare_rule! {
+    /// ### What it does
+    /// Checks whether the query cache is on (`query_cache_type` ON or DEMAND with a
+    /// `query_cache_size` above 0) and, if so, whether it earns its cost. Fails when
+    /// - it is larger than {max_size} (pt-variable-advisor: above 128 MiB it slows the server
+    ///   down), or
+    /// - it answers less than {min_efficiency} of SELECTs (`Qcache_hits` / (`Qcache_hits` +
+    ///   `Com_select`), MySQLTuner), over the sample window when at least {min_selects}
+    ///   SELECTs ran in it, else since start-up on a server up at least {min_uptime} s, or
+    /// - it prunes entries for lack of memory more than {max_prunes_per_day} times a day
+    ///   (`Qcache_lowmem_prunes`, MySQLTuner's 98).
+    ///
+    /// MariaDB's default (`query_cache_type = OFF`) passes.
+    ///
+    /// ### Why is this bad?
+    /// The query cache is one structure behind one mutex: every SELECT looks it up and every
+    /// write to a table invalidates all of that table's cached results, so on a multi-core
+    /// server with writes the threads queue on the mutex (the `Waiting for query cache lock`
+    /// state). MySQL removed it in 8.0 for this reason. A cache that rarely hits costs every
+    /// query the lookup and every write the invalidation for nothing; a large one makes each
+    /// invalidation walk more entries.
+    ///
+    /// ### Remediation
+    /// Turn it off: `SET GLOBAL query_cache_type = OFF; SET GLOBAL query_cache_size = 0;`
+    /// and persist both under `[mariadbd]` (`query_cache_type = OFF`, `query_cache_size =
+    /// 0`). A server started with it off cannot turn it on at run time, so off also removes
+    /// its mutex for good after the next restart. Cache in the application (or a proxy) where
+    /// repeated reads need it.
+    pub struct QueryCacheContention {
+        code: "PD212",
+        name: "query-cache-contention",
+        severity: Warning,
+        scope: Database,
+        summary: "the query cache is on and costs more than it saves",
+        thresholds: [MAX_SIZE, MIN_EFFICIENCY, MAX_PRUNES_PER_DAY, MIN_SELECTS, MIN_UPTIME],
+    }
+}
+
+const MAX_SIZE: Threshold = Threshold {
+    key: "max_size",
+    default: 134_217_728.0,
+    min: 0.0,
+    max: 1e15,
+    unit: Unit::Bytes,
+    doc: "query_cache_size above which it slows the server (pt-variable-advisor: 128 MiB)",
+};
+const MIN_EFFICIENCY: Threshold = Threshold {
+    key: "min_efficiency",
+    default: 0.20,
+    min: 0.0,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "Qcache_hits / (Qcache_hits + Com_select) (MySQLTuner: 20%)",
+};
+const MAX_PRUNES_PER_DAY: Threshold = Threshold {
+    key: "max_prunes_per_day",
+    default: 98.0,
+    min: 0.0,
+    max: 1e12,
+    unit: Unit::Number,
+    doc: "Qcache_lowmem_prunes per day (MySQLTuner: 98)",
+};
+const MIN_SELECTS: Threshold = Threshold {
+    key: "min_selects",
+    default: 100.0,
+    min: 1.0,
+    max: 1e12,
+    unit: Unit::Count,
+    doc: "fewest SELECTs (cached or not) to judge the efficiency",
+};
+
+impl Rule for QueryCacheContention {
+    fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
+        let db = s.db()?;
+        let kind = match db.var(Var::QueryCacheType) {
+            Ok(k) => k.trim().to_ascii_uppercase(),
+            Err(_) => {
+                return Err(Verdict::not_applicable(
+                    "the server has no query cache (query_cache_type is not a variable: MySQL 8 or a build without it)",
+                ));
+            }
+        };
+        let size = db.var_u64(Var::QueryCacheSize)?;
+        let on = !matches!(kind.as_str(), "OFF" | "0") && size > 0;
+        let setting = format!(
+            "query_cache_type {kind}, query_cache_size {}",
+            format_bytes(size)
+        );
+        if !on {
+            return Ok(Verdict::pass("the query cache is off").with_evidence(setting));
+        }
+        let mut problems = Vec::new();
+        let mut evidence = vec![setting];
+        let max_size = limits.count(&MAX_SIZE);
+        if size > max_size {
+            problems.push(format!(
+                "query_cache_size {} is above {}",
+                format_bytes(size),
+                format_bytes(max_size)
+            ));
+        }
+        let min = limits.count(&MIN_SELECTS);
+        let selects = |c: &crate::Counts<'_>| -> Result<(u64, u64), Verdict> {
+            Ok((c.get(StatusVar::QcacheHits)?, c.get(StatusVar::ComSelect)?))
+        };
+        match db.judged_counts(limits.count(&MIN_UPTIME), |c| {
+            let (hits, misses) = selects(c)?;
+            Ok(at_least(hits.saturating_add(misses), min, "SELECTs ran"))
+        }) {
+            Ok(c) => {
+                let (hits, not_cached) = selects(&c)?;
+                let eff = hits as f64 / hits.saturating_add(not_cached).max(1) as f64;
+                let prunes = c.get(StatusVar::QcacheLowmemPrunes)?;
+                let per_day = prunes as f64 * 86_400.0 / c.seconds().max(1.0);
+                evidence.push(format!(
+                    "{hits} SELECTs answered from the cache, {not_cached} executed ({} efficiency); {prunes} low-memory prunes ({per_day:.0} a day), {}",
+                    pct(eff),
+                    c.describe()
+                ));
+                if eff < limits.get(&MIN_EFFICIENCY) {
+                    problems.push(format!("it answers only {} of SELECTs", pct(eff)));
+                }
+                if prunes > 0 && per_day > limits.get(&MAX_PRUNES_PER_DAY) {
+                    problems.push(format!(
+                        "it prunes {per_day:.0} entries a day for lack of memory"
+                    ));
+                }
+            }
+            Err(v) if problems.is_empty() => {
+                let mut v = v;
+                v.summary = format!("the query cache is on; {}", v.summary);
+                v.evidence = evidence;
+                return Err(v);
+            }
+            Err(v) => evidence.push(format!("efficiency not judged: {}", v.summary)),
+        }
+        let mut v = if problems.is_empty() {
+            Verdict::pass(
+                "the query cache is on and answers its share of SELECTs (it still serialises writes: watch for 'Waiting for query cache lock')",
+            )
+        } else {
+            Verdict::fail(format!("the query cache is on and {}", problems.join("; ")))
+                .with_remediation(set_global(&[
+                    ("query_cache_type", "OFF".into(), "OFF".into()),
+                    ("query_cache_size", "0".into(), "0".into()),
+                ]))
+        };
+        v.evidence = evidence;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        Status,
+        testing::{SnapshotBuilder, verdict},
+    };
+
+    fn on(hits: &str) -> SnapshotBuilder {
+        SnapshotBuilder::new()
+            .mariadb("10.11.14-MariaDB")
+            .var(Var::QueryCacheType, "ON")
+            .var(Var::QueryCacheSize, "16777216")
+            .status(StatusVar::Uptime, "600")
+            .status(StatusVar::QcacheHits, hits)
+            .status(StatusVar::ComSelect, "1000")
+            .status(StatusVar::QcacheLowmemPrunes, "0")
+            .window(
+                10.0,
+                &[(StatusVar::QcacheHits, "0"), (StatusVar::ComSelect, "0")],
+            )
+    }
+
+    #[test]
+    fn verdicts() {
+        let v = verdict(&QueryCacheContention, &on("10").build());
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(
+            v.remediation
+                .unwrap()
+                .starts_with("SET GLOBAL query_cache_type = OFF; SET GLOBAL query_cache_size = 0;")
+        );
+        assert_eq!(
+            verdict(&QueryCacheContention, &on("5000").build()).status,
+            Status::Pass
+        );
+        let big = on("5000").var(Var::QueryCacheSize, "536870912").build();
+        assert_eq!(verdict(&QueryCacheContention, &big).status, Status::Fail);
+        let default = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
+        assert_eq!(
+            verdict(&QueryCacheContention, &default).status,
+            Status::Pass
+        );
+        let mysql8 = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .without_var(Var::QueryCacheType)
+            .build();
+        assert_eq!(
+            verdict(&QueryCacheContention, &mysql8).status,
+            Status::NotApplicable
+        );
+    }
+}
