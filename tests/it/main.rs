@@ -27,6 +27,7 @@ mod live_host;
 mod mariadb1011;
 mod no_database;
 mod prometheus;
+mod runbooks;
 mod scale;
 mod stability;
 mod statements;
