@@ -76,7 +76,10 @@ build() { # PROFILE TARGET...
         start=$(now)
         local env=(CARGO_PROFILE_RELEASE_STRIP=symbols) extra=()
         if ! has_std "$t"; then
-            env+=(RUSTC_BOOTSTRAP=1)
+            # A std built from source has no self-contained crt1.o/libc.a next to it: zig's
+            # linker brings musl's own (and libunwind).
+            local v=CARGO_TARGET_${t^^}_RUSTFLAGS
+            env+=(RUSTC_BOOTSTRAP=1 "${v//-/_}=-C link-self-contained=no")
             extra=("-Zbuild-std=std,panic_abort")
         fi
         log "cargo zigbuild --profile $profile --target $t ${extra[*]}"

@@ -253,6 +253,8 @@ PY
         sed -e 's/^ExecStart=//' -e 's/\\$//' | tr -s ' \n' ' ')
     # shellcheck disable=SC1090,SC1091 # the installed environment file
     ARGS=$(. "$M/etc/default/powerdiag-agent" && printf '%s' "${POWERDIAG_AGENT_ARGS:-}")
+    # The shipped listen address (:9987, every interface) becomes this test's loopback port.
+    ARGS=$(sed -E 's/--web\.listen-address(=| +)[^ ]+//g' <<<"$ARGS")
     EXEC=${EXEC//%d/\/run\/powerdiag-credentials}
     EXEC=${EXEC//\$POWERDIAG_AGENT_ARGS/$ARGS}
     read -r -a EXEC_ARGV <<<"$EXEC"
@@ -275,7 +277,7 @@ PY
     if [ "$ok" = 1 ]; then
         metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
         log "installed agent: /healthz ok, /metrics $(grep -c '^powerdiag_check{' <<<"$metrics") check series, $(grep '^powerdiag_mariadb_up' <<<"$metrics" || echo 'no powerdiag_mariadb_up')"
-        if [ -n "$URL" ] && ! grep -qx 'powerdiag_mariadb_up 1' <<<"$metrics"; then
+        if [ -n "$URL" ] && ! awk '$1 == "powerdiag_mariadb_up" && $2 == 1 { ok = 1 } END { exit !ok }' <<<"$metrics"; then
             fails+=("the installed agent did not reach MariaDB (agent log: $(tail -n 3 "$WORK/agent.log"))")
         fi
     else

@@ -58,7 +58,10 @@ fn runbooks_are_generated_from_the_rules_and_current() {
 fn a_runbook_page_is_the_explanation() {
     // Rendered, not read: the test above may be rewriting the files (POWERDIAG_BLESS=1), and
     // it proves the committed files equal the rendering.
-    let pd403 = powerdiag_rules::find_rule("PD403").unwrap().meta().runbook();
+    let pd403 = powerdiag_rules::find_rule("PD403")
+        .unwrap()
+        .meta()
+        .runbook();
     assert!(pd403.contains("# PD403 hypervisor-preemption"));
     assert!(pd403.contains("do not edit here"));
     assert!(pd403.contains("## Remediation") && pd403.contains("### PowerVM"));

@@ -19,20 +19,42 @@ pub(crate) fn completions(args: &CompletionsArgs) -> Result<u8> {
 }
 
 /// The extra sections of powerdiag(1), after clap's NAME, SYNOPSIS, DESCRIPTION, OPTIONS,
-/// SUBCOMMANDS and VERSION.
-const EXIT_STATUS: &str = "\
-0: no warning or critical finding (doctor), or success. \
-1: the worst finding is a warning. \
-2: the worst finding is critical. \
-3: powerdiag could not do what was asked (a bad flag, an unreadable configuration).";
-
-const FILES: &str = "\
-/etc/powerdiag/agent.toml: the agent's configuration (sample interval, probe, rules). \
-/etc/powerdiag/my.cnf: the [client] section the agent connects with (passed through \
-systemd's LoadCredential=). \
-/etc/default/powerdiag-agent: the agent's flags for the systemd unit. \
-/usr/share/doc/powerdiag/runbooks/: one runbook per rule (PD101.md, ...), the text of \
-powerdiag explain.";
+/// SUBCOMMANDS and VERSION: a title and its (term, description) items.
+const SECTIONS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "EXIT STATUS",
+        &[
+            ("0", "no warning or critical finding (doctor), or success"),
+            ("1", "the worst finding is a warning"),
+            ("2", "the worst finding is critical"),
+            (
+                "3",
+                "powerdiag could not do what was asked: a bad flag, an unreadable configuration",
+            ),
+        ],
+    ),
+    (
+        "FILES",
+        &[
+            (
+                "/etc/powerdiag/agent.toml",
+                "the agent's configuration: sample interval, probe, statement digests, rules",
+            ),
+            (
+                "/etc/powerdiag/my.cnf",
+                "the [client] section the agent connects with (0600; the unit passes it through LoadCredential=)",
+            ),
+            (
+                "/etc/default/powerdiag-agent",
+                "extra flags for the agent's systemd unit (POWERDIAG_AGENT_ARGS)",
+            ),
+            (
+                "/usr/share/powerdiag/runbooks/",
+                "one runbook per rule (PD101.md, ...) with the text of powerdiag explain, and one per agent alert",
+            ),
+        ],
+    ),
+];
 
 pub(crate) fn man(args: &ManArgs) -> Result<u8> {
     let cmd = Cli::command();
@@ -62,8 +84,18 @@ fn main_page(cmd: &clap::Command) -> Result<Vec<u8>> {
     let man = clap_mangen::Man::new(cmd.clone());
     let mut page = Vec::new();
     man.render(&mut page)?;
-    for (title, text) in [("EXIT STATUS", EXIT_STATUS), ("FILES", FILES)] {
-        page.extend_from_slice(format!(".SH \"{title}\"\n{}\n", roff_escape(text)).as_bytes());
+    for (title, items) in SECTIONS {
+        page.extend_from_slice(format!(".SH \"{title}\"\n").as_bytes());
+        for (term, text) in *items {
+            page.extend_from_slice(
+                format!(
+                    ".TP\n\\fB{}\\fR\n{}\n",
+                    roff_escape(term),
+                    roff_escape(text)
+                )
+                .as_bytes(),
+            );
+        }
     }
     let see_also: Vec<String> = cmd
         .get_subcommands()
