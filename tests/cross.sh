@@ -45,7 +45,7 @@ setup() {
         touch "$t/.complete"
         mv -T "$t" "$ZIG_VENV" 2>/dev/null || rm -rf "$t"
     fi
-    if [ "$(cargo zigbuild --version 2>/dev/null | awk '{ print $NF }')" != "$ZIGBUILD_VERSION" ]; then
+    if [ "$(cargo-zigbuild --version 2>/dev/null | awk '{ print $NF }')" != "$ZIGBUILD_VERSION" ]; then
         log "installing cargo-zigbuild $ZIGBUILD_VERSION (once, about 2 minutes)"
         cargo install --locked --quiet cargo-zigbuild --version "$ZIGBUILD_VERSION"
     fi
