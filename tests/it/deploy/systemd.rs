@@ -20,12 +20,18 @@ fn unit_copy(dir: &Path) -> PathBuf {
     path
 }
 
+/// `systemd-analyze verify`, with the manual pages `Documentation=` names where `man` finds
+/// them (the packages install them; verify runs `man` for each).
 fn verify(unit: &Path) -> Output {
-    tool(
-        "systemd-analyze",
-        "systemd",
-        &["verify", unit.to_str().unwrap()],
-    )
+    let man = unit.parent().unwrap().join("man");
+    let r = run(powerdiag()
+        .args(["man", "--output-dir"])
+        .arg(man.join("man1")));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut cmd = Command::new("systemd-analyze");
+    cmd.args(["verify", unit.to_str().unwrap()])
+        .env("MANPATH", &man);
+    run_tool(cmd, "systemd-analyze", "systemd")
 }
 
 #[test]
@@ -140,13 +146,19 @@ fn documentation_links_are_real() {
     for d in &docs {
         if let Some(page) = d.strip_prefix("man:") {
             let name = page.replace("(1)", ".1");
-            assert!(dir.path().join(&name).is_file(), "{d}: powerdiag man writes no {name}");
+            assert!(
+                dir.path().join(&name).is_file(),
+                "{d}: powerdiag man writes no {name}"
+            );
         } else {
             assert_eq!(*d, "file:///usr/share/powerdiag/runbooks/", "{d}");
         }
     }
     for file in ["Cargo.toml", "crates/cli/Cargo.toml"] {
-        assert!(!read(&root().join(file)).contains("example.invalid"), "{file}");
+        assert!(
+            !read(&root().join(file)).contains("example.invalid"),
+            "{file}"
+        );
     }
     for file in [
         "systemd/powerdiag-agent.service",
@@ -154,6 +166,9 @@ fn documentation_links_are_real() {
         "prometheus/powerdiag.rules.test.yml",
         "grafana/powerdiag-fleet.json",
     ] {
-        assert!(!read(&deploy(file)).contains("example.invalid"), "deploy/{file}");
+        assert!(
+            !read(&deploy(file)).contains("example.invalid"),
+            "deploy/{file}"
+        );
     }
 }
