@@ -181,7 +181,15 @@ if [ "$DEB_ARCH" != "$(dpkg --print-architecture)" ]; then
 else
     KEY=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE/harness/packages.txt" | sha256sum | cut -c1-16)
     CLEAN=$POWERDIAG_CACHE_DIR/bookworm-verify-$KEY
-    [ -f "$CLEAN/.powerdiag-verify-complete" ] || "$HERE/harness/verify-setup.sh"
+    # verify-setup.sh removes the roots of other package lists (another checkout's) under its
+    # exclusive lock: hold it shared while this root is in use, so it cannot vanish mid-test.
+    for _ in 1 2 3; do
+        [ -f "$CLEAN/.powerdiag-verify-complete" ] || "$HERE/harness/verify-setup.sh"
+        exec 7>"$POWERDIAG_CACHE_DIR/.verify-setup.lock"
+        flock -s 7
+        [ -f "$CLEAN/.powerdiag-verify-complete" ] && break
+        exec 7>&-
+    done
     [ -f "$CLEAN/.powerdiag-verify-complete" ] || die "no clean Debian 12 root at $CLEAN"
     WORK=$(mktemp -d /tmp/powerdiag-package.XXXXXX)
     M=$WORK/root
@@ -277,7 +285,7 @@ PY
     done
     if [ "$ok" = 1 ]; then
         metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics")
-        log "installed agent: /healthz ok, /metrics $(grep -c '^powerdiag_check{' <<<"$metrics") check series, $(grep '^powerdiag_mariadb_up' <<<"$metrics" || echo 'no powerdiag_mariadb_up')"
+        log "installed agent: /healthz ok, /metrics $(grep -c '^powerdiag_check{' <<<"$metrics") check series, $(awk '$1 == "powerdiag_mariadb_up"' <<<"$metrics" | grep . || echo 'no powerdiag_mariadb_up')"
         if [ -n "$URL" ] && ! awk '$1 == "powerdiag_mariadb_up" && $2 == 1 { ok = 1 } END { exit !ok }' <<<"$metrics"; then
             fails+=("the installed agent did not reach MariaDB (agent log: $(tail -n 3 "$WORK/agent.log"))")
         fi
