@@ -6,18 +6,22 @@
 #      tests/harness/orm.sh setup: Django and PyMySQL in a virtualenv (cached) for the
 #      statement tests;
 #   2. cargo fmt --check, clippy -D warnings, cargo deny (bans, licences, sources; advisories
-#      when GitHub is reachable), cargo check for ppc64le and arm64, and the AIX compile check
-#      of perfstat-sys (crates/perfstat-sys/ci-check.sh);
+#      when GitHub is reachable), cargo check of every target for ppc64le, and the AIX compile
+#      check of perfstat-sys (crates/perfstat-sys/ci-check.sh); the build; static (musl) debug
+#      builds for arm64 and ppc64le run under qemu-user on every recorded tree and example
+#      snapshot against the native build (tests/cross.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
 #      (hang) and a second 11.8 for the 10,000-table statement count (scale) on loopback ports
 #      under a temporary directory;
-#   4. cargo test --workspace (unit tests and tests/it against those servers, and a real
-#      Prometheus), then tests/soak.sh's short variant;
+#   4. the .deb and .rpm of the debug build (tests/package.sh): their files and scripts, and the
+#      .deb installed into a copy of the clean Debian 12 root, where doctor and the agent run
+#      against m1011; cargo test --workspace (unit tests and tests/it against those servers,
+#      and a real Prometheus), then tests/soak.sh's short variant;
 #   5. stops the servers and removes the directory, whatever happened.
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
 # scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 (on a tmpfs),
-# pitmem = +21, pitsql = +22; +14..+16 and +23..+29 are free for further servers),
+# pitmem = +21, pitsql = +22; the packaged agent = +9; +14..+16 and +23..+29 are free),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -73,14 +77,21 @@ else
     printf 'cargo deny: the advisory database (github.com/rustsec/advisory-db) could not be fetched; advisories NOT checked\n' >&2
 fi
 
-step "cross checks: ppc64le, arm64, and perfstat-sys for AIX"
-for target in powerpc64le-unknown-linux-gnu aarch64-unknown-linux-gnu; do
-    cargo check --workspace --all-targets --locked --target "$target"
-done
+step "cross checks: every target for ppc64le, and perfstat-sys for AIX"
+cargo check --workspace --all-targets --locked --target powerpc64le-unknown-linux-gnu
 crates/perfstat-sys/ci-check.sh
 
 step "build"
 cargo build --workspace --all-targets --locked
+
+# Static musl builds for the other architectures, executed: tests/release.sh builds the
+# release versions and the packages of all three.
+CROSS_TARGETS=(aarch64-unknown-linux-musl powerpc64le-unknown-linux-musl)
+step "static builds for arm64 and ppc64le (tests/cross.sh build dev)"
+"$HERE/cross.sh" build dev "${CROSS_TARGETS[@]}"
+
+step "arm64 and ppc64le under qemu-user: every recorded tree and example as the native build (tests/cross.sh check dev)"
+"$HERE/cross.sh" check dev "${CROSS_TARGETS[@]}"
 
 base=${POWERDIAG_IT_PORT_BASE:-33100}
 if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; then
@@ -97,8 +108,10 @@ for sp in "${SERVER_PORTS[@]}"; do
         busy+=("$port (${sp%%:*})")
     fi
 done
+# The agent installed from the .deb (tests/package.sh) listens on base + 9.
+if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+10..N+22; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+22; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
@@ -157,6 +170,10 @@ for s in "${SERVERS[@]}"; do cat "$POWERDIAG_IT_DIR/$s.start.log" >&2; done
 for s in "${SERVERS[@]}"; do
     eval "$("$HERE/harness/mariadb.sh" env "$s")"
 done
+
+step "packages: the .deb in a clean Debian 12 root, the .rpm with rpm tools (tests/package.sh)"
+POWERDIAG_PACKAGE_MARIADB_PORT=$((base + 10)) POWERDIAG_PACKAGE_PORT=$((base + 9)) \
+    "$HERE/package.sh" --profile dev --out "$POWERDIAG_IT_DIR/packages"
 
 step "cargo test"
 cargo test --workspace --locked -- --test-threads "${POWERDIAG_TEST_THREADS:-4}"

@@ -27,7 +27,8 @@ mapfile -t PACKAGES < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE
 # The compilers (C and cross C) the Rust build uses, and the tools tests/ runs.
 COMPILERS=(gcc powerpc64le-linux-gnu-gcc aarch64-linux-gnu-gcc)
 TOOLS=(cc make pkg-config curl debootstrap mariadb /usr/sbin/mariadbd mariadb-install-db prometheus
-    promtool amtool systemd-analyze shellcheck)
+    promtool amtool systemd-analyze shellcheck rpm readelf qemu-aarch64-static qemu-ppc64le-static
+    python3)
 
 KEY=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE/packages.txt" | sha256sum | cut -c1-16)
 ROOT=$POWERDIAG_CACHE_DIR/bookworm-verify-$KEY
@@ -89,6 +90,12 @@ for t in "${TOOLS[@]}"; do
     # shellcheck disable=SC2016 # $1 is expanded by the chroot's sh
     chroot "$ROOT" sh -c 'command -v "$1"' sh "$t" >/dev/null || fails+=("$t is missing")
 done
+# tests/cross.sh makes a virtualenv for zig: python3 alone lacks ensurepip without python3-venv.
+if ! out=$(chroot "$ROOT" python3 -m venv /tmp/verify-venv 2>&1); then
+    printf '%s\n' "$out" >&2
+    fails+=("python3 -m venv fails")
+fi
+rm -rf "$ROOT/tmp/verify-venv"
 if [ "${#fails[@]}" -ne 0 ]; then
     for f in "${fails[@]}"; do log "FAIL: $f"; done
     die "packages.txt is not enough on a clean Debian 12 (root: $ROOT): add the package(s) that provide the above"

@@ -215,3 +215,132 @@ fn version_names_revision_build_date_and_target() {
         "the target of this build: {line}"
     );
 }
+
+#[test]
+fn short_help_does_not_point_below_at_nothing() {
+    // `-h` has no text after the options: the probe flag points at --help instead.
+    let short = run(powerdiag().args(["doctor", "-h"]));
+    assert_eq!(short.code, 0);
+    assert!(!short.stdout.contains("see below"), "{}", short.stdout);
+    assert!(
+        short
+            .stdout
+            .contains("Do not run the probe queries (what they run: --help)"),
+        "{}",
+        short.stdout
+    );
+    let long = run(powerdiag().args(["doctor", "--help"]));
+    let below = long.stdout.find("(what they run: below)").expect("--help");
+    assert!(long.stdout[below..].contains("The probe (on by default"));
+}
+
+#[test]
+fn rules_columns_line_up() {
+    let r = run(powerdiag().arg("rules"));
+    // The summary starts at the same column on every line, whatever the severity's length.
+    let columns: std::collections::BTreeSet<usize> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("PD"))
+        .map(|l| {
+            let sev = ["critical", "warning", "info"]
+                .iter()
+                .find_map(|s| l.find(&format!(" {s} ")).map(|i| i + 1 + s.len()))
+                .unwrap_or_else(|| panic!("no severity in {l:?}"));
+            sev + l[sev..].len() - l[sev..].trim_start().len()
+        })
+        .collect();
+    assert_eq!(
+        columns.len(),
+        1,
+        "summaries start at columns {columns:?}:\n{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let bash = run(powerdiag().args(["completions", "bash"]));
+    assert_eq!(bash.code, 0, "{}", bash.stderr);
+    for sub in [
+        "doctor",
+        "agent",
+        "explain",
+        "completions",
+        "--mariadb.defaults-file",
+    ] {
+        assert!(bash.stdout.contains(sub), "bash completion lacks {sub}");
+    }
+    // bash itself loads it and registers the completion function.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("powerdiag.bash");
+    std::fs::write(&script, &bash.stdout).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(". '{}' && complete -p powerdiag", script.display()))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("powerdiag"),
+        "bash did not register the completion: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let zsh = run(powerdiag().args(["completions", "zsh"]));
+    assert!(
+        zsh.stdout.starts_with("#compdef powerdiag"),
+        "{}",
+        zsh.stdout
+    );
+    let fish = run(powerdiag().args(["completions", "fish"]));
+    assert!(
+        fish.stdout.contains("complete -c powerdiag"),
+        "{}",
+        fish.stdout
+    );
+    let bad = run(powerdiag().args(["completions", "tcsh"]));
+    assert_eq!(bad.code, 3);
+    assert!(bad.stderr.contains("possible values"), "{}", bad.stderr);
+}
+
+#[test]
+fn man_pages_for_the_command_and_each_subcommand() {
+    let page = run(powerdiag().arg("man"));
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert!(
+        page.stdout.starts_with(".ie \\n(.g .ds Aq") || page.stdout.contains(".TH powerdiag 1")
+    );
+    for needle in [
+        ".TH powerdiag 1",
+        ".SH SYNOPSIS",
+        "powerdiag\\-doctor(1)",
+        ".SH \"EXIT STATUS\"",
+        "/usr/share/powerdiag/runbooks/",
+        ".SH \"SEE ALSO\"",
+    ] {
+        assert!(
+            page.stdout.contains(needle),
+            "{needle} missing:\n{}",
+            page.stdout
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(powerdiag().args(["man", "--output-dir"]).arg(dir.path()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for want in [
+        "powerdiag.1",
+        "powerdiag-doctor.1",
+        "powerdiag-agent.1",
+        "powerdiag-explain.1",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    let doctor = std::fs::read_to_string(dir.path().join("powerdiag-doctor.1")).unwrap();
+    assert!(
+        doctor.contains(".TH powerdiag-doctor 1") && doctor.contains("mariadb.defaults\\-file")
+    );
+}

@@ -293,6 +293,50 @@ fn examples_are_current_and_tell_the_field_reports_story() {
     }
     assert_eq!(linux.code, 0, "only info findings");
 
+    // README's account of the two reports is the reports': every failing check it lists fails,
+    // and every failing check is listed.
+    let readme = std::fs::read_to_string(dir.join("../README.md")).unwrap();
+    let start = readme
+        .find("`powerdiag doctor --from examples/s924-aix-shared-gcc.json` fails")
+        .expect("README describes the AIX example's report");
+    let para = &readme[start..];
+    let para = &para[..para.find("\n\n").unwrap_or(para.len())];
+    let (aix_text, linux_text) = para
+        .split_once("The Linux\nsnapshot")
+        .expect("README describes the Linux example's report");
+    let linux_text = linux_text.split("Both\n").next().unwrap();
+    let codes = |t: &str| -> std::collections::BTreeSet<String> {
+        t.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| {
+                w.len() == 5 && w.starts_with("PD") && w[2..].chars().all(|c| c.is_ascii_digit())
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let failing = |j: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        codes(aix_text),
+        failing(&aix.json()),
+        "README on the AIX example: {aix_text}"
+    );
+    assert_eq!(
+        codes(linux_text),
+        failing(&j),
+        "README on the Linux example: {linux_text}"
+    );
+    // A replayed snapshot has no collector timings: no empty "Collectors:" line.
+    let text = run(powerdiag()
+        .args(["doctor", "--color", "never", "--from"])
+        .arg(dir.join("s924-linux-dedicated.json")));
+    assert!(!text.stdout.contains("Collectors:"), "{}", text.stdout);
+
     // diff: the cache first, not comparable (twice the cores), 23× measured.
     let d = run(powerdiag()
         .args(["diff", "--format", "json"])

@@ -28,6 +28,7 @@ mod live_host;
 mod mariadb1011;
 mod no_database;
 mod prometheus;
+mod runbooks;
 mod scale;
 mod server_pitfalls;
 mod session_guard;

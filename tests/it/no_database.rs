@@ -92,6 +92,46 @@ fn reports_host_facts_and_how_to_reach_the_server() {
         "exit status follows the worst finding {worst:?}"
     );
 
+    // The summary counts what ran and says why the undecided checks could not decide: never a
+    // bare "no findings" over a dozen insufficient_data checks.
+    let s = &j["summary"];
+    let n = |k: &str| s[k].as_u64().unwrap();
+    let checks = j["checks"].as_array().unwrap().len() as u64;
+    assert_eq!(n("checks"), checks, "{s:#}");
+    assert_eq!(
+        n("fail") + n("pass") + n("not_applicable") + n("insufficient_data"),
+        checks
+    );
+    let reasons = s["insufficient_data_reasons"].as_array().unwrap();
+    let listed: u64 = reasons
+        .iter()
+        .map(|r| r["codes"].as_array().unwrap().len() as u64)
+        .sum();
+    assert_eq!(
+        listed,
+        n("insufficient_data"),
+        "every undecided check has its reason: {s:#}"
+    );
+    let db = reasons
+        .iter()
+        .find(|r| {
+            r["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("MariaDB not reachable")
+        })
+        .expect("the connection is the reason of the database checks");
+    assert!(
+        db["codes"].as_array().unwrap().iter().any(|c| c == "PD101"),
+        "{db:#}"
+    );
+    let line = s["line"].as_str().unwrap();
+    assert!(
+        line.contains(&format!("of {checks} checks"))
+            && line.contains(&format!("{} could not", n("insufficient_data"))),
+        "{line}"
+    );
+
     // The text report tells a newcomer what to do.
     let t = run(powerdiag().arg("doctor"));
     assert_ne!(t.code, 3, "{}", t.stderr);
@@ -99,6 +139,14 @@ fn reports_host_facts_and_how_to_reach_the_server() {
     assert!(t.stdout.contains("not reachable"), "{}", t.stdout);
     assert!(t.stdout.contains("POWERDIAG_MARIADB_URL"), "{}", t.stdout);
     assert!(t.stdout.contains("--mariadb.defaults-file"), "{}", t.stdout);
+    assert!(!t.stdout.contains("\nNo findings.\n"), "{}", t.stdout);
+    assert!(t.stdout.contains("could not"), "{}", t.stdout);
+    assert!(
+        t.stdout.contains("Could not decide:\n")
+            && t.stdout.contains("MariaDB not reachable (see above)"),
+        "{}",
+        t.stdout
+    );
     assert!(
         !t.stdout.contains('\u{1b}'),
         "no colour when stdout is not a terminal"

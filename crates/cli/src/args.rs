@@ -56,6 +56,29 @@ pub(crate) enum Command {
     /// --config.file and --web.config.file (a bad file keeps the running one); SIGTERM stops
     /// within 5 s.
     Agent(AgentArgs),
+    /// Print a shell completion script (the packages install them)
+    ///
+    /// bash: `powerdiag completions bash > /etc/bash_completion.d/powerdiag`; zsh: into a
+    /// directory of $fpath as `_powerdiag`; fish: `~/.config/fish/completions/powerdiag.fish`.
+    Completions(CompletionsArgs),
+    /// Print the manual page powerdiag(1), or write it and one page per subcommand
+    /// (powerdiag-doctor(1), ...) into a directory (the packages install them)
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum, value_name = "SHELL")]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// Write powerdiag.1 and powerdiag-SUBCOMMAND.1 into this directory (created if missing)
+    /// instead of printing powerdiag(1)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -237,8 +260,11 @@ pub(crate) struct CollectArgs {
     #[command(flatten)]
     pub(crate) connection: ConnectionArgs,
 
-    /// Do not run the probe queries (see below)
-    #[arg(long)]
+    /// Do not run the probe queries (what they run: --help)
+    #[arg(
+        long,
+        long_help = "Do not run the probe queries (what they run: below)"
+    )]
     pub(crate) no_probe: bool,
 
     /// Distinct k-NN queries the probe runs per vector index

@@ -5,6 +5,7 @@ mod args;
 mod diff;
 mod doctor;
 mod explain;
+mod generate;
 mod progress;
 mod report;
 mod snapshot;
@@ -45,6 +46,8 @@ fn main() -> ExitCode {
         Command::Collect(a) => snapshot::collect(&a),
         Command::Diff(a) => diff::run(&a),
         Command::Agent(a) => agent::run(&a),
+        Command::Completions(a) => generate::completions(&a),
+        Command::Man(a) => generate::man(&a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

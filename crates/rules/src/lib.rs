@@ -33,7 +33,9 @@ pub use innodb::{InnodbSize, OpenTransaction, Transactions};
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use report::{Check, Report, Status, evaluate, evaluate_with};
-pub use rule::{Declared, Impact, Rule, RuleMeta, Scope, Severity, Verdict};
+pub use rule::{
+    Declared, Impact, PLATFORM_HEADINGS, Platform, Rule, RuleMeta, Scope, Severity, Verdict,
+};
 pub use rules::{RULES, find_rule};
 pub use settings::{Limits, Settings, SettingsError, Threshold, Unit};
 pub use snapshot::*;

@@ -118,6 +118,8 @@ fn check_one(rule: &dyn Rule, snapshot: &Snapshot, settings: &Settings) -> Check
         summary: verdict.summary,
         evidence: verdict.evidence,
         thresholds: settings.changed(meta.code),
-        remediation: verdict.remediation.unwrap_or_else(|| meta.remediation()),
+        remediation: verdict
+            .remediation
+            .unwrap_or_else(|| meta.remediation_for(&crate::Platform::of(snapshot))),
     }
 }

@@ -24,8 +24,9 @@ impl Severity {
 }
 
 impl fmt::Display for Severity {
+    /// Honours width and alignment (`{:<9}`), so severities line up in columns.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -140,9 +141,172 @@ impl RuleMeta {
         Some(rest[..end].trim().to_owned())
     }
 
-    /// The general remediation text.
+    /// The general remediation text, platform blocks in the doc comment's order (headings
+    /// rendered as `Linux:` lines).
     pub fn remediation(&self) -> String {
-        self.section("Remediation").unwrap_or_default()
+        self.remediation_for(&Platform::default())
+    }
+
+    /// The remediation with the blocks for `platform` first. A Remediation section may be
+    /// split into platform blocks, each opened by a `#### HEADING` line (one of
+    /// [`PLATFORM_HEADINGS`]); text before the first block applies everywhere and stays first.
+    /// The blocks that match the host follow it, then the others in their doc order, so a
+    /// reader on x86 does not start with PowerVM advice. Headings become `HEADING:` lines.
+    pub fn remediation_for(&self, platform: &Platform) -> String {
+        let text = self.section("Remediation").unwrap_or_default();
+        let mut general = String::new();
+        let mut blocks: Vec<(&str, String)> = Vec::new();
+        for line in text.lines() {
+            if let Some(heading) = line.strip_prefix("#### ") {
+                blocks.push((heading.trim(), format!("{}:\n", heading.trim())));
+            } else if let Some((_, body)) = blocks.last_mut() {
+                body.push_str(line);
+                body.push('\n');
+            } else {
+                general.push_str(line);
+                general.push('\n');
+            }
+        }
+        let (first, rest): (Vec<_>, Vec<_>) = blocks
+            .into_iter()
+            .partition(|(heading, _)| platform.matches(heading) == Some(true));
+        let mut parts = vec![general.trim().to_owned()];
+        parts.extend(
+            first
+                .into_iter()
+                .chain(rest)
+                .map(|(_, b)| b.trim().to_owned()),
+        );
+        parts.retain(|p| !p.is_empty());
+        parts.join("\n\n")
+    }
+
+    /// The rule's runbook (`docs/runbooks/PDxxx.md`, the page the alerts link to): the
+    /// explanation as Markdown under a title, its thresholds and how to act on a finding.
+    /// Generated from the doc comment like `powerdiag explain`, so the two cannot drift
+    /// (tests/it/runbooks.rs fails when the committed file is stale).
+    pub fn runbook(&self) -> String {
+        let scope = match self.scope {
+            Scope::Database => "database",
+            Scope::Host => "host",
+        };
+        let mut o = format!(
+            "<!-- Generated from the doc comment of {} ({}); do not edit here: change the rule, then\n     \
+             POWERDIAG_BLESS=1 cargo test -p powerdiag --test it runbooks -->\n\n\
+             # {} {}\n\n**{}** · severity **{}** · scope {scope}\n\n",
+            self.type_name, self.code, self.code, self.name, self.summary, self.severity
+        );
+        // The explanation's `### Section` headings become `##` under the page's title, and
+        // its `#### Platform` blocks `###`.
+        for line in self.explanation().lines() {
+            match line.strip_prefix("###") {
+                Some(rest) if rest.starts_with(' ') || rest.starts_with("# ") => {
+                    o.push_str("##");
+                    o.push_str(rest);
+                }
+                _ => o.push_str(line),
+            }
+            o.push('\n');
+        }
+        if !self.thresholds.is_empty() {
+            o.push_str(&format!(
+                "\n## Thresholds\n\nSet under `[rules.thresholds.{}]` in the agent's configuration file \
+                 (`powerdiag agent --config.file`, also read by `powerdiag doctor --config.file`).\n\n\
+                 | key | default | range | meaning |\n|---|---|---|---|\n",
+                self.code
+            ));
+            for t in self.thresholds {
+                o.push_str(&format!(
+                    "| `{}` | {} | {} to {} ({}) | {} |\n",
+                    t.key,
+                    t.format(t.default),
+                    t.format(t.min),
+                    t.format(t.max),
+                    t.unit.as_str(),
+                    t.doc.replace('|', "\\|")
+                ));
+            }
+        }
+        o.push_str(&format!(
+            "\n## Acting on a finding\n\n\
+             - `powerdiag doctor` on the host shows this check's evidence and the remediation with \
+             the host's own values (the agent serves the same facts at `/api/v1/snapshot`).\n\
+             - `powerdiag explain {code}` prints this text.\n\
+             - To accept the finding, add `\"{code}\"` to `[rules] disabled` in the agent's \
+             configuration file and reload it (SIGHUP).\n",
+            code = self.code
+        ));
+        o
+    }
+
+    /// The `#### HEADING` lines of the Remediation section (the registry tests check each is
+    /// one of [`PLATFORM_HEADINGS`]).
+    pub fn remediation_headings(&self) -> Vec<String> {
+        let text = self.section("Remediation").unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("#### "))
+            .map(|h| h.trim().to_owned())
+            .collect()
+    }
+}
+
+/// The platform blocks a rule's Remediation may have (`#### Linux`, ...), matched against the
+/// host by [`Platform::matches`].
+pub const PLATFORM_HEADINGS: &[&str] = &[
+    "Linux",
+    "AIX",
+    "PowerVM",
+    "Other hypervisors",
+    "POWER",
+    "x86",
+];
+
+/// The host a snapshot was taken on, as far as remediation cares: which platform blocks to
+/// show first. Each part is `None` when the snapshot does not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Platform {
+    /// `linux`, `aix`, ... (Rust's `target_os` spelling).
+    pub os: Option<String>,
+    /// `x86_64`, `aarch64`, `powerpc64le`, `powerpc64`.
+    pub arch: Option<String>,
+    /// A PowerVM logical partition (lparcfg or perfstat found one).
+    pub powervm: Option<bool>,
+}
+
+impl Platform {
+    /// The platform of the host `s` was taken on.
+    pub fn of(s: &Snapshot) -> Platform {
+        let host = s.host.as_ref().ok();
+        let arch = host.map(|h| h.arch.clone());
+        let powervm = match s.os.as_ref().ok().map(|o| o.partition.as_ref()) {
+            Some(Ok(p)) => Some(p.is_some()),
+            // No partition facts: AIX always runs in a partition; off POWER there is none.
+            _ => match (host.map(|h| h.os.as_str()), arch.as_deref()) {
+                (Some("aix"), _) => Some(true),
+                (_, Some(a)) if !a.starts_with("powerpc") => Some(false),
+                _ => None,
+            },
+        };
+        Platform {
+            os: host.map(|h| h.os.clone()),
+            arch,
+            powervm,
+        }
+    }
+
+    /// Whether a remediation block headed `heading` is for this platform; `None` when the
+    /// platform is unknown or the heading is not one of [`PLATFORM_HEADINGS`].
+    pub fn matches(&self, heading: &str) -> Option<bool> {
+        let arch = self.arch.as_deref();
+        match heading {
+            "Linux" => self.os.as_deref().map(|o| o == "linux"),
+            "AIX" => self.os.as_deref().map(|o| o == "aix"),
+            "PowerVM" => self.powervm,
+            "Other hypervisors" => self.powervm.map(|p| !p),
+            "POWER" => arch.map(|a| a.starts_with("powerpc")),
+            "x86" => arch.map(|a| a == "x86_64" || a == "x86"),
+            _ => None,
+        }
     }
 }
 

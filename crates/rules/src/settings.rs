@@ -85,11 +85,16 @@ impl Threshold {
     pub fn parse_text(&self, text: &str) -> Result<f64, String> {
         let t = text.trim();
         let value = match self.unit {
-            Unit::Ratio if t.ends_with('%') => t[..t.len() - 1]
-                .trim()
-                .parse::<f64>()
-                .map(|p| p / 100.0)
-                .map_err(|_| format!("{t:?} is not a percentage"))?,
+            Unit::Ratio if t.ends_with('%') => {
+                let value = t[..t.len() - 1]
+                    .trim()
+                    .parse::<f64>()
+                    .map(|p| p / 100.0)
+                    .map_err(|_| format!("{t:?} is not a percentage"))?;
+                // Written as a percentage already: out of range is out of range, without the
+                // hint for a share mistaken for a percentage.
+                return self.check_range(value, false);
+            }
             Unit::Bytes => crate::parse_u64(t)
                 .map(|b| b as f64)
                 .ok_or_else(|| format!("{t:?} is not a size (bytes, or with K/M/G/T)"))?,
@@ -102,6 +107,12 @@ impl Threshold {
 
     /// Checks a numeric value against the unit and range.
     pub fn check_value(&self, value: f64) -> Result<f64, String> {
+        self.check_range(value, true)
+    }
+
+    /// `hint`: a ratio above 1 may be a percentage written as a number (`5` for 5%): say how
+    /// to write it.
+    fn check_range(&self, value: f64, hint: bool) -> Result<f64, String> {
         if !value.is_finite() {
             return Err(format!("{value} is not a finite number"));
         }
@@ -109,7 +120,7 @@ impl Threshold {
             return Err(format!("{value} must be a whole number"));
         }
         if value < self.min || value > self.max {
-            let hint = if self.unit == Unit::Ratio && value > 1.0 {
+            let hint = if hint && self.unit == Unit::Ratio && value > 1.0 {
                 format!(
                     " (a ratio: for {value}% write {} or \"{value}%\")",
                     value / 100.0
@@ -441,6 +452,13 @@ mod tests {
         );
         assert!(e(s.set("PD405", "x", 0.1)).contains("PD405 (smt-disabled) has no thresholds"));
         assert!(e(s.set("PD403", "max_steal", 5.0)).contains("max_steal: 500.0% is not between 0.0% and 100.0% (a ratio: for 5% write 0.05 or \"5%\")"));
+        // Written as a percentage already: no hint to write it as one.
+        let over = e(s.set_text("PD403", "max_steal", "150%"));
+        assert!(
+            over.ends_with("max_steal: 150.0% is not between 0.0% and 100.0%"),
+            "{over}"
+        );
+        assert!(e(s.set_text("PD403", "max_steal", "1.5")).contains("write 0.015 or \"1.5%\""));
         assert!(e(s.set("PD403", "max_steal", f64::NAN)).contains("not a finite number"));
         assert!(e(s.set_text("PD403", "max_steal", "lots")).contains("\"lots\" is not a number"));
         assert!(e(s.set_text("PD302", "min_rss_bytes", "1.5G")).contains("not a size"));

@@ -90,36 +90,10 @@ fn every_alert_is_unit_tested_firing_and_not_firing() {
     }
 }
 
-/// GitHub-style anchors of README's headings.
-fn readme_anchors() -> BTreeSet<String> {
-    read(&root().join("README.md"))
-        .lines()
-        .filter_map(|l| l.strip_prefix('#'))
-        .map(|h| {
-            h.trim_start_matches('#')
-                .trim()
-                .to_lowercase()
-                .chars()
-                .filter_map(|c| match c {
-                    ' ' => Some('-'),
-                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
-                    _ => None,
-                })
-                .collect()
-        })
-        .collect()
-}
-
 #[test]
 fn alerts_name_the_rule_and_say_what_to_do() {
-    let cargo = read(&root().join("Cargo.toml"));
-    let repo = cargo
-        .lines()
-        .find_map(|l| l.strip_prefix("repository = "))
-        .unwrap()
-        .trim_matches('"')
-        .to_owned();
-    let anchors = readme_anchors();
+    let runbooks = root().join("docs/runbooks");
+    let mut bases = BTreeSet::new();
     let names: Vec<String> = alerts().into_iter().map(|(n, _)| n).collect();
     for wanted in [
         "PowerdiagCriticalCheckFailing",
@@ -147,15 +121,37 @@ fn alerts_name_the_rule_and_say_what_to_do() {
             summary.contains("{{ $labels.instance }}"),
             "{name}: summary names no host"
         );
+        // Every link is BASE/PAGE.md with one BASE for all (the one place to point them at a
+        // copy of docs/runbooks/), and PAGE is a page there: the rule's code for the check
+        // alerts (every rule has its generated page, tests/it/runbooks.rs), else the alert's.
         let url = a["runbook_url"].as_str().unwrap_or_default();
-        let anchor = url
-            .strip_prefix(&format!("{repo}#"))
-            .unwrap_or_else(|| panic!("{name}: runbook_url {url} is not {repo}#<README section>"));
+        let (base, page) = url
+            .rsplit_once('/')
+            .unwrap_or_else(|| panic!("{name}: runbook_url {url:?} is not BASE/PAGE.md"));
         assert!(
-            anchors.contains(anchor),
-            "{name}: README has no section #{anchor}"
+            base.starts_with("https://") || base.starts_with("file:///"),
+            "{name}: runbook base {base:?} is not a real location"
         );
-        if r["expr"].as_str().unwrap().contains("powerdiag_check") {
+        bases.insert(base.to_owned());
+        let check_alert = r["expr"].as_str().unwrap().contains("powerdiag_check");
+        if check_alert {
+            assert_eq!(page, "{{ $labels.code }}.md", "{name}: {url}");
+            for rule in powerdiag_rules::RULES {
+                let code = rule.meta().code;
+                assert!(
+                    runbooks.join(format!("{code}.md")).is_file(),
+                    "{name}: no runbook docs/runbooks/{code}.md"
+                );
+            }
+        } else {
+            assert_eq!(page, format!("{name}.md"), "{name}: {url}");
+            let text = read(&runbooks.join(page));
+            assert!(
+                text.starts_with(&format!("# {name}\n")),
+                "docs/runbooks/{page} must start with `# {name}`"
+            );
+        }
+        if check_alert {
             // The check alerts name the rule and point at its explanation.
             for needle in ["{{ $labels.code }}", "{{ $labels.name }}"] {
                 assert!(summary.contains(needle), "{name}: summary lacks {needle}");
@@ -171,4 +167,14 @@ fn alerts_name_the_rule_and_say_what_to_do() {
             );
         }
     }
+    assert_eq!(
+        bases.len(),
+        1,
+        "every runbook_url must share one base: {bases:?}"
+    );
+    // The packages install docs/runbooks/ there (Cargo.toml's deb and rpm assets).
+    assert_eq!(
+        bases.first().map(String::as_str),
+        Some("file:///usr/share/powerdiag/runbooks")
+    );
 }

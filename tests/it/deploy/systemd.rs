@@ -20,12 +20,18 @@ fn unit_copy(dir: &Path) -> PathBuf {
     path
 }
 
+/// `systemd-analyze verify`, with the manual pages `Documentation=` names where `man` finds
+/// them (the packages install them; verify runs `man` for each).
 fn verify(unit: &Path) -> Output {
-    tool(
-        "systemd-analyze",
-        "systemd",
-        &["verify", unit.to_str().unwrap()],
-    )
+    let man = unit.parent().unwrap().join("man");
+    let r = run(powerdiag()
+        .args(["man", "--output-dir"])
+        .arg(man.join("man1")));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut cmd = Command::new("systemd-analyze");
+    cmd.args(["verify", unit.to_str().unwrap()])
+        .env("MANPATH", &man);
+    run_tool(cmd, "systemd-analyze", "systemd")
 }
 
 #[test]
@@ -125,4 +131,48 @@ fn the_unit_is_hardened_and_takes_the_password_from_a_credential() {
         !env.lines()
             .any(|l| l.starts_with("POWERDIAG_MARIADB_URL=") && l.contains(":@"))
     );
+}
+
+/// The unit's documentation is what the packages install: the manual pages `powerdiag man`
+/// writes and the runbooks directory; no placeholder address anywhere in what is shipped.
+#[test]
+fn documentation_links_are_real() {
+    let unit = read(&deploy("systemd/powerdiag-agent.service"));
+    let docs: Vec<&str> = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("Documentation="))
+        .expect("Documentation=")
+        .split_whitespace()
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(powerdiag().args(["man", "--output-dir"]).arg(dir.path()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for d in &docs {
+        if let Some(page) = d.strip_prefix("man:") {
+            let name = page.replace("(1)", ".1");
+            assert!(
+                dir.path().join(&name).is_file(),
+                "{d}: powerdiag man writes no {name}"
+            );
+        } else {
+            assert_eq!(*d, "file:///usr/share/powerdiag/runbooks/", "{d}");
+        }
+    }
+    for file in ["Cargo.toml", "crates/cli/Cargo.toml"] {
+        assert!(
+            !read(&root().join(file)).contains("example.invalid"),
+            "{file}"
+        );
+    }
+    for file in [
+        "systemd/powerdiag-agent.service",
+        "prometheus/powerdiag.rules.yml",
+        "prometheus/powerdiag.rules.test.yml",
+        "grafana/powerdiag-fleet.json",
+    ] {
+        assert!(
+            !read(&deploy(file)).contains("example.invalid"),
+            "deploy/{file}"
+        );
+    }
 }

@@ -175,8 +175,7 @@ impl Config {
             path: path.to_owned(),
             message,
         };
-        let mut c: Config =
-            toml::from_str(text).map_err(|e| err(e.to_string().trim().replace('\n', " ")))?;
+        let mut c: Config = toml::from_str(text).map_err(|e| err(toml_error(text, &e)))?;
         for (name, value) in [
             ("sample.interval", c.sample.interval),
             ("sample.timeout", c.sample.timeout),
@@ -267,9 +266,51 @@ impl Config {
     }
 }
 
+/// A TOML error as `line L, column C: MESSAGE`, then the line with the span underlined, as
+/// compilers show it (toml's own text puts the location, the snippet and the message on
+/// separate lines in that order; flattened onto one line it was unreadable).
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim();
+    let Some(span) = e.span().filter(|s| s.start <= text.len()) else {
+        return message.to_owned();
+    };
+    let start = span.start;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line_no = text[..start].matches('\n').count() + 1;
+    let column = text[line_start..start].chars().count() + 1;
+    let line = &text[line_start..line_end];
+    let width = text[start..span.end.clamp(start, line_end)]
+        .chars()
+        .count()
+        .max(1);
+    let gutter = " ".repeat(line_no.to_string().len());
+    format!(
+        "line {line_no}, column {column}: {message}\n  {line_no} | {line}\n  {gutter} | {}{}",
+        " ".repeat(column - 1),
+        "^".repeat(width)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn toml_errors_keep_their_lines() {
+        let e = Config::parse("[sample]\nintervall = \"30s\"\n", "agent.toml")
+            .unwrap_err()
+            .to_string();
+        let mut lines = e.lines();
+        let first = lines.next().unwrap();
+        assert!(
+            first.starts_with("agent.toml: line 2, column 1: unknown field `intervall`"),
+            "{e}"
+        );
+        assert_eq!(lines.next(), Some("  2 | intervall = \"30s\""), "{e}");
+        assert_eq!(lines.next(), Some("    | ^^^^^^^^^"), "{e}");
+        assert_eq!(lines.next(), None, "{e}");
+    }
 
     #[test]
     fn defaults_and_a_full_file() {

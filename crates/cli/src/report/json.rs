@@ -1,5 +1,5 @@
 use powerdiag_rules::{
-    Check, ConnectAttempt, DbError, HostFacts, Report, SCHEMA_VERSION, Severity, Snapshot, Status,
+    Check, ConnectAttempt, DbError, HostFacts, Report, SCHEMA_VERSION, Severity, Snapshot,
 };
 use serde::Serialize;
 
@@ -36,10 +36,9 @@ pub(crate) struct MariadbJson<'a> {
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
     pub(crate) worst: Option<Severity>,
-    pub(crate) fail: usize,
-    pub(crate) pass: usize,
-    pub(crate) not_applicable: usize,
-    pub(crate) insufficient_data: usize,
+    /// checks, fail, pass, not_applicable, insufficient_data, insufficient_data_reasons, line.
+    #[serde(flatten)]
+    pub(crate) tally: super::Tally,
 }
 
 pub(crate) fn doctor_json<'a>(
@@ -70,10 +69,7 @@ pub(crate) fn doctor_json<'a>(
         },
         summary: Summary {
             worst: r.worst(),
-            fail: r.count(Status::Fail),
-            pass: r.count(Status::Pass),
-            not_applicable: r.count(Status::NotApplicable),
-            insufficient_data: r.count(Status::InsufficientData),
+            tally: super::Tally::of(r),
         },
         checks: &r.checks,
         findings: r.findings(),

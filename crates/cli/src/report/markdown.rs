@@ -52,9 +52,15 @@ pub(crate) fn render(
     }
     let _ = writeln!(o, "- Exit status: {code}\n");
     let findings = r.findings();
+    let tally = super::Tally::of(r);
     let _ = writeln!(o, "## Findings\n");
-    if findings.is_empty() {
-        let _ = writeln!(o, "No findings.\n");
+    let _ = writeln!(o, "{}.\n", tally.line);
+    if !tally.insufficient_data_reasons.is_empty() {
+        let _ = writeln!(o, "Could not decide:\n");
+        for u in &tally.insufficient_data_reasons {
+            let _ = writeln!(o, "- {}: {}", u.codes.join(", "), u.reason);
+        }
+        let _ = writeln!(o);
     }
     for c in findings {
         let _ = writeln!(

@@ -92,6 +92,77 @@ pub(crate) fn error(message: &str) {
     eprintln!("powerdiag: error: {message}");
 }
 
+/// What ran and what could not decide: the headline of every report format, so "no findings"
+/// over checks that could not judge never reads as a clean bill of health.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Tally {
+    /// The checks evaluated (every enabled rule).
+    pub(crate) checks: usize,
+    pub(crate) fail: usize,
+    pub(crate) pass: usize,
+    pub(crate) not_applicable: usize,
+    pub(crate) insufficient_data: usize,
+    /// Why the `insufficient_data` checks could not decide: one entry per distinct reason (the
+    /// verdict's summary), with the checks that gave it, in code order.
+    pub(crate) insufficient_data_reasons: Vec<Undecided>,
+    /// The headline as one sentence (the text report's, without colour).
+    pub(crate) line: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Undecided {
+    pub(crate) reason: String,
+    pub(crate) codes: Vec<String>,
+}
+
+impl Tally {
+    pub(crate) fn of(r: &Report) -> Tally {
+        use powerdiag_rules::Status;
+        let mut reasons: Vec<Undecided> = Vec::new();
+        for c in r
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::InsufficientData)
+        {
+            match reasons.iter_mut().find(|u| u.reason == c.summary) {
+                Some(u) => u.codes.push(c.code.clone()),
+                None => reasons.push(Undecided {
+                    reason: c.summary.clone(),
+                    codes: vec![c.code.clone()],
+                }),
+            }
+        }
+        let (checks, fail, pass, not_applicable, insufficient_data) = (
+            r.checks.len(),
+            r.count(Status::Fail),
+            r.count(Status::Pass),
+            r.count(Status::NotApplicable),
+            r.count(Status::InsufficientData),
+        );
+        let decided = format!("{pass} pass, {not_applicable} not applicable");
+        let line = match (fail, insufficient_data) {
+            (0, 0) => format!("No findings: all {checks} checks decided ({decided})"),
+            (0, n) => format!(
+                "No findings in the {} of {checks} checks that could decide ({decided}); {n} could not (insufficient_data)",
+                checks - n
+            ),
+            (f, 0) => format!("{f} of {checks} checks fail ({decided})"),
+            (f, n) => format!(
+                "{f} of {checks} checks fail ({decided}); {n} could not decide (insufficient_data)"
+            ),
+        };
+        Tally {
+            checks,
+            fail,
+            pass,
+            not_applicable,
+            insufficient_data,
+            insufficient_data_reasons: reasons,
+            line,
+        }
+    }
+}
+
 /// `1.2 ms`, `3.4 s`.
 pub(crate) fn secs(s: f64) -> String {
     if s < 1.0 {

@@ -16,14 +16,31 @@ pub(crate) fn render(
     os(&mut o, s);
     mariadb(&mut o, s);
     let findings = r.findings();
+    let tally = super::Tally::of(r);
     let _ = writeln!(o);
-    if findings.is_empty() {
-        let _ = writeln!(o, "{}", "No findings.".green().bold());
-    } else {
+    let headline = format!("{}.", tally.line);
+    if !findings.is_empty() {
         let _ = writeln!(o, "{}", format!("Findings ({})", counts(r)).bold());
-        for c in findings {
-            finding(&mut o, c);
+        let _ = writeln!(o, "{headline}");
+    } else if tally.insufficient_data == 0 {
+        let _ = writeln!(o, "{}", headline.green().bold());
+    } else {
+        let _ = writeln!(o, "{}", headline.yellow().bold());
+    }
+    if !tally.insufficient_data_reasons.is_empty() {
+        let _ = writeln!(o, "  Could not decide:");
+        for u in &tally.insufficient_data_reasons {
+            // The connection error is explained once, above.
+            let reason = if u.reason.starts_with("MariaDB not reachable") {
+                "MariaDB not reachable (see above)"
+            } else {
+                u.reason.as_str()
+            };
+            let _ = writeln!(o, "    {}: {reason}", u.codes.join(", "));
         }
+    }
+    for c in findings {
+        finding(&mut o, c);
     }
     if let Some(t) = top {
         let _ = writeln!(o, "\n{}", "Top statements".bold());
@@ -61,7 +78,12 @@ pub(crate) fn render(
     if !configured.is_empty() {
         let _ = writeln!(o, "\nConfigured thresholds: {}", configured.join("; "));
     }
-    let _ = writeln!(o, "\nCollectors: {}", runs.join(", "));
+    // A snapshot recorded without collector timings (a hand-made or older one) has none to show.
+    if !runs.is_empty() {
+        let _ = writeln!(o, "\nCollectors: {}", runs.join(", "));
+    } else {
+        let _ = writeln!(o);
+    }
     let verdict = match code {
         0 => "0: no warning or critical finding".green().to_string(),
         1 => "1: worst finding is a warning".yellow().to_string(),

@@ -203,6 +203,14 @@ mod registry_tests {
                     m.code
                 );
             }
+            for h in m.remediation_headings() {
+                assert!(
+                    crate::PLATFORM_HEADINGS.contains(&h.as_str()),
+                    "{}: remediation block `#### {h}` is not one of {:?}",
+                    m.code,
+                    crate::PLATFORM_HEADINGS
+                );
+            }
             assert!(
                 !m.summary.is_empty() && !m.summary.ends_with('.'),
                 "{} summary",

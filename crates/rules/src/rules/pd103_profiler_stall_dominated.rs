@@ -34,9 +34,14 @@ declare_rule! {
     ///
     /// ### Remediation
     /// Look at the host's partition and CPU checks (PD4xx) in the same report: steal time,
-    /// entitlement per virtual CPU, donating mode. On PowerVM, raise the entitlement or move the
-    /// LPAR to dedicated processors; elsewhere, reduce vCPU overcommit on the hypervisor. Check
-    /// NUMA placement (`numactl --hardware`) when the host has several nodes.
+    /// entitlement per virtual CPU, donating mode. Check NUMA placement (`numactl --hardware`)
+    /// when the host has several nodes.
+    ///
+    /// #### PowerVM
+    /// Raise the entitlement or move the LPAR to dedicated processors.
+    ///
+    /// #### Other hypervisors
+    /// Reduce vCPU overcommit on the hypervisor.
     pub struct ProfilerStallDominated {
         code: "PD103",
         name: "profiler-stall-dominated",

@@ -30,10 +30,16 @@ declare_rule! {
     /// prefetch could not help because the hypervisor evicted the prefetched lines.
     ///
     /// ### Remediation
+    /// #### PowerVM
     /// Give the partition the CPU it uses: raise its entitlement (see PD407) or reduce the
     /// number of virtual processors competing in the shared pool (pool VP:core ≤ ~2), or move
-    /// the database to dedicated processors (not donating: PD401). On other hypervisors reduce
-    /// vCPU overcommit on the host or pin the VM.
+    /// the database to dedicated processors (not donating: PD401).
+    ///
+    /// #### Other hypervisors
+    /// Reduce vCPU overcommit on the host that runs this VM, or give the VM reserved CPU: pin
+    /// its vCPUs to dedicated host cores (KVM/libvirt: `<cputune>`/`virsh vcpupin`; VMware: a
+    /// CPU reservation), or, in a cloud, move to an instance type without shared or burstable
+    /// CPU.
     pub struct HypervisorPreemption {
         code: "PD403",
         name: "hypervisor-preemption",
@@ -230,6 +236,42 @@ mod tests {
         assert_eq!(v.status, Status::Fail);
         assert!(v.summary.contains("15.0%"), "{}", v.summary);
         assert_eq!(check(0.01, None).status, Status::Pass);
+    }
+
+    /// The report's remediation starts with the host's platform: no PowerVM advice first on an
+    /// x86 VM, PowerVM first on a POWER partition.
+    #[test]
+    fn remediation_for_the_host() {
+        let steal = |b: SnapshotBuilder| {
+            b.os(|o| {
+                o.cpu_time = Gathered::Available(CpuTime {
+                    basis: "since boot".into(),
+                    steal_share: Some(0.2),
+                    ..Default::default()
+                });
+            })
+            .build()
+        };
+        let x86 = crate::evaluate(&steal(SnapshotBuilder::new()));
+        let c = x86.checks.iter().find(|c| c.code == "PD403").unwrap();
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.remediation.starts_with("Other hypervisors:\n"),
+            "{}",
+            c.remediation
+        );
+        assert!(
+            c.remediation.contains("\n\nPowerVM:\n"),
+            "{}",
+            c.remediation
+        );
+        let lpar = crate::evaluate(&steal(
+            SnapshotBuilder::new()
+                .host(|h| h.arch = "powerpc64le".into())
+                .os(|o| on_power_lpar(o, lpar(true, false, false, 3.0, 12), 96, 8)),
+        ));
+        let c = lpar.checks.iter().find(|c| c.code == "PD403").unwrap();
+        assert!(c.remediation.starts_with("PowerVM:\n"), "{}", c.remediation);
     }
 
     #[test]

@@ -16,10 +16,15 @@ declare_rule! {
     /// reverse which LPAR configuration wins single-query latency.
     ///
     /// ### Remediation
-    /// Set the platform to a performance power mode: on POWER, "Maximum performance" (or
-    /// "Static power saver" off) in ASMI or the HMC; on x86, the BIOS performance profile and the
-    /// `performance` cpufreq governor (`cpupower frequency-set -g performance`). Check cooling and
-    /// power capping (`ipmitool dcmi power get_limit`), which throttle silently.
+    /// Set the platform to a performance power mode, and check cooling and power capping
+    /// (`ipmitool dcmi power get_limit`), which throttle silently.
+    ///
+    /// #### POWER
+    /// "Maximum performance" (or "Static power saver" off) in ASMI or the HMC.
+    ///
+    /// #### x86
+    /// The BIOS performance profile and the `performance` cpufreq governor
+    /// (`cpupower frequency-set -g performance`).
     pub struct CpuFrequencyThrottled {
         code: "PD404",
         name: "cpu-frequency-throttled",

@@ -13,9 +13,13 @@ declare_rule! {
     /// stalls, is the textbook case for SMT.
     ///
     /// ### Remediation
-    /// Linux: `ppc64_cpu --smt=4` (or `--smt=8`), persisted through a systemd unit or the
+    /// #### Linux
+    /// `ppc64_cpu --smt=4` (or `--smt=8`), persisted through a systemd unit or the
     /// distribution's tuned profile; check `/sys/devices/system/cpu/smt/control` is not
-    /// `forceoff` (kernel command line `nosmt`). AIX: `smtctl -t 4 -w boot` (or `-w now`).
+    /// `forceoff` (kernel command line `nosmt`).
+    ///
+    /// #### AIX
+    /// `smtctl -t 4 -w boot` (or `-w now`).
     pub struct SmtDisabled {
         code: "PD405",
         name: "smt-disabled",

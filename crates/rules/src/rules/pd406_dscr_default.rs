@@ -14,9 +14,14 @@ declare_rule! {
     /// not a setting to copy.
     ///
     /// ### Remediation
-    /// Measure with your workload: Linux `echo 1 > /sys/devices/system/cpu/dscr_default` (as
-    /// root; persist with a udev rule or systemd unit); AIX `dscrctl -n -s 1` (now) and
-    /// `dscrctl -b -s 1` (at boot). Revert if throughput does not improve.
+    /// Measure with your workload, and revert if throughput does not improve.
+    ///
+    /// #### Linux
+    /// `echo 1 > /sys/devices/system/cpu/dscr_default` (as root; persist with a udev rule or
+    /// systemd unit).
+    ///
+    /// #### AIX
+    /// `dscrctl -n -s 1` (now) and `dscrctl -b -s 1` (at boot).
     pub struct DscrDefault {
         code: "PD406",
         name: "dscr-default",

@@ -1,4 +1,4 @@
-use crate::{Allocator, Impact, Limits, Rule, Snapshot, Verdict, declare_rule};
+use crate::{Allocator, Impact, Limits, Platform, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
     /// ### What it does
@@ -12,22 +12,28 @@ declare_rule! {
     /// threads. Information, not a fault.
     ///
     /// ### Remediation
-    /// Preload jemalloc for mariadbd, e.g. in a systemd drop-in
-    /// (`systemctl edit mariadb`):
+    /// #### Linux
+    /// Install jemalloc (Debian/Ubuntu `libjemalloc2`, RHEL `jemalloc` from EPEL) and preload
+    /// it for mariadbd, e.g. in a systemd drop-in (`systemctl edit mariadb`):
     ///
     /// ```ini
     /// [Service]
-    /// Environment="LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    /// Environment="LD_PRELOAD=/usr/lib/<multiarch>/libjemalloc.so.2"
     /// ```
     ///
-    /// (install `libjemalloc2`; adjust the path for ppc64le/aarch64), or `malloc-lib=` under
-    /// `[mysqld_safe]` when the server is started by mysqld_safe. Restart and check that
+    /// with the library's path on the host (`ldconfig -p | grep jemalloc`; Debian/Ubuntu
+    /// `/usr/lib/<multiarch>/`, where `<multiarch>` is `x86_64-linux-gnu`,
+    /// `powerpc64le-linux-gnu` or `aarch64-linux-gnu` — a report fills in the host's; RHEL
+    /// `/usr/lib64/`), or `malloc-lib=` under `[mysqld_safe]` when the server is started by
+    /// mysqld_safe. Restart and check that
     /// `/proc/$(pidof mariadbd)/maps` lists libjemalloc.
     ///
-    /// On AIX, jemalloc is rarely packaged; tune the system allocator instead through
-    /// mariadbd's environment (`MALLOCOPTIONS=multiheap:8,considersize`, or another
-    /// `MALLOCTYPE`; see IBM's "System memory allocation using the malloc subsystem") and
-    /// measure: the 3–4% figure comes from Linux on POWER8.
+    /// #### AIX
+    /// jemalloc is rarely packaged for AIX; tune the system allocator instead through
+    /// mariadbd's environment (its start script or SRC definition:
+    /// `MALLOCOPTIONS=multiheap:8,considersize`, or another `MALLOCTYPE`; see IBM's "System
+    /// memory allocation using the malloc subsystem"), restart it, and measure: the 3–4%
+    /// figure comes from Linux on POWER8.
     pub struct AllocatorDefault {
         code: "PD602",
         name: "allocator-default",
@@ -60,11 +66,28 @@ impl Rule for AllocatorDefault {
         Ok(match alloc {
             Allocator::Libc => Verdict::fail(
                 "mariadbd uses the C library's malloc (no jemalloc, tcmalloc or mimalloc mapped)",
-            ),
+            )
+            .with_remediation(remediation(&Platform::of(s))),
             other => Verdict::pass(format!("mariadbd uses {}", serde_name(other))),
         }
         .with_evidence(evidence))
     }
+}
+
+/// The remediation for this host's platform, with its Debian multiarch directory in the
+/// `LD_PRELOAD` example.
+fn remediation(platform: &Platform) -> String {
+    let text = AllocatorDefault::META.remediation_for(platform);
+    let multiarch = match platform.arch.as_deref() {
+        Some("x86_64") => "x86_64-linux-gnu",
+        Some("powerpc64le") => "powerpc64le-linux-gnu",
+        Some("aarch64") => "aarch64-linux-gnu",
+        _ => return text,
+    };
+    text.replace(
+        "/usr/lib/<multiarch>/libjemalloc",
+        &format!("/usr/lib/{multiarch}/libjemalloc"),
+    )
 }
 
 fn serde_name(a: Allocator) -> &'static str {
@@ -97,5 +120,40 @@ mod tests {
         assert_eq!(check(Some(Allocator::Libc)), Status::Fail);
         assert_eq!(check(Some(Allocator::Jemalloc)), Status::Pass);
         assert_eq!(check(None), Status::InsufficientData);
+    }
+
+    /// The host's platform first: AIX advice on AIX, the host's library path on Linux.
+    #[test]
+    fn remediation_for_the_host() {
+        let on = |os: &str, arch: &str| {
+            let s = SnapshotBuilder::new()
+                .host(|h| {
+                    h.os = os.into();
+                    h.arch = arch.into();
+                })
+                .os(|o| {
+                    if let Gathered::Available(p) = &mut o.process {
+                        p.allocator = Some(Allocator::Libc);
+                    }
+                })
+                .build();
+            let v = verdict(&AllocatorDefault, &s);
+            assert_eq!(v.status, Status::Fail);
+            v.remediation.unwrap()
+        };
+        let aix = on("aix", "powerpc64");
+        assert!(aix.starts_with("AIX:\n"), "{aix}");
+        assert!(aix.find("MALLOCOPTIONS") < aix.find("LD_PRELOAD"), "{aix}");
+        let x86 = on("linux", "x86_64");
+        assert!(x86.starts_with("Linux:\n"), "{x86}");
+        assert!(
+            x86.contains("LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
+            "{x86}"
+        );
+        let power = on("linux", "powerpc64le");
+        assert!(
+            power.contains("LD_PRELOAD=/usr/lib/powerpc64le-linux-gnu/libjemalloc.so.2"),
+            "{power}"
+        );
     }
 }

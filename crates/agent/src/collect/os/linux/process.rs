@@ -44,8 +44,8 @@ pub(super) fn by_name(r: &Roots) -> Result<Vec<u32>, CollectError> {
             continue;
         };
         let comm = read_trim(&e.path().join("comm")).unwrap_or_default();
-        if NAMES.contains(&comm.as_str()) || server_in_cmdline(&e.path().join("cmdline")).is_some()
-        {
+        let cmdline = read(&e.path().join("cmdline")).unwrap_or_default();
+        if server_name(&comm, &cmdline).is_some() {
             found.push(pid);
         }
     }
@@ -111,6 +111,35 @@ pub(super) fn scan_smaps(r: impl std::io::BufRead) -> SmapsScan {
         }
     }
     out
+}
+
+/// Whether a process (its `comm` and NUL-separated `cmdline`) is a MariaDB server, and its
+/// name: comm is mariadbd/mysqld, or argv[0] is, or an argument right after a dynamic loader is
+/// (`/lib64/ld-linux-x86-64.so.2 --argv0 /usr/sbin/mariadbd ...`). A script named mariadbd is
+/// not a server: the kernel sets comm to the script's name but argv to `INTERPRETER [ARG]
+/// SCRIPT ...`, so a comm match whose argv[1] or argv[2] is the script itself is a wrapper
+/// (`/bin/sh /opt/wrap/mariadbd --datadir=...`), whatever it later runs.
+fn server_name(comm: &str, cmdline: &str) -> Option<String> {
+    let base = |a: &str| a.rsplit('/').next().unwrap_or_default().to_owned();
+    let mut args = cmdline.split('\0');
+    let argv0 = args.next().unwrap_or_default();
+    if NAMES.contains(&base(argv0).as_str()) {
+        return Some(base(argv0));
+    }
+    if base(argv0).starts_with("ld-") {
+        return args.take(6).map(base).find(|b| NAMES.contains(&b.as_str()));
+    }
+    if !NAMES.contains(&comm) {
+        return None;
+    }
+    // comm matches but argv[0] does not: a script (its interpreter in argv[0], the script's
+    // path one or two arguments later), or a server whose argv[0] was set (`exec -a`).
+    let script = cmdline
+        .split('\0')
+        .skip(1)
+        .take(2)
+        .any(|a| (a.contains('/') && base(a) == comm) || a == comm);
+    (!script).then(|| comm.to_owned())
 }
 
 /// The server's name when argv[0], or an argument right after a loader, is a mariadbd/mysqld
@@ -244,6 +273,54 @@ MMUPageSize:          64 kB
 7f2000000000-7f2000001000 rw-p 00000000 00:00 0                          [stack]
 KernelPageSize:        4 kB
 ";
+
+    #[test]
+    fn a_script_named_mariadbd_is_not_a_server() {
+        // The server itself, by comm, by argv[0], or run through the dynamic loader.
+        assert_eq!(
+            server_name("mariadbd", "/usr/sbin/mariadbd\0--user=mysql\0").as_deref(),
+            Some("mariadbd")
+        );
+        assert_eq!(
+            server_name(
+                "ld-linux-x86-64",
+                "/lib64/ld-linux-x86-64.so.2\0--argv0\0/opt/m/usr/sbin/mariadbd\0--datadir=/d\0"
+            )
+            .as_deref(),
+            Some("mariadbd")
+        );
+        assert_eq!(
+            server_name("mysqld", "/usr/libexec/mysqld\0--basedir=/usr\0").as_deref(),
+            Some("mysqld")
+        );
+        // argv[0] rewritten (`exec -a mdb /usr/sbin/mariadbd`): comm still names the binary.
+        assert_eq!(
+            server_name("mariadbd", "mdb\0--datadir=/d\0").as_deref(),
+            Some("mariadbd")
+        );
+        // A kernel thread or a zombie has an empty cmdline: comm decides.
+        assert_eq!(server_name("mariadbd", "").as_deref(), Some("mariadbd"));
+        // Wrapper scripts named mariadbd: the kernel sets comm to the script's name, argv to
+        // the interpreter, its optional argument, then the script.
+        for cmdline in [
+            "/bin/sh\0/opt/wrap/mariadbd\0--datadir=/d\0",
+            "/usr/bin/bash\0-e\0/opt/wrap/mariadbd\0--datadir=/d\0",
+            "/bin/sh\0./mariadbd\0",
+            "/usr/bin/env\0mariadbd\0",
+        ] {
+            assert_eq!(server_name("mariadbd", cmdline), None, "{cmdline:?}");
+        }
+        // Other processes, including a client naming the server in an argument.
+        assert_eq!(server_name("bash", "/bin/bash\0").as_deref(), None);
+        assert_eq!(
+            server_name("less", "less\0/var/log/mysql/mariadbd.log\0").as_deref(),
+            None
+        );
+        assert_eq!(
+            server_name("systemctl", "systemctl\0restart\0mariadbd\0").as_deref(),
+            None
+        );
+    }
 
     #[test]
     fn smaps_scan() {
