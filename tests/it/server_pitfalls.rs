@@ -321,6 +321,7 @@ async fn sql_doctor(server: &Server, want: &'static str) -> (Value, Vec<(String,
 #[test]
 fn temporary_tables_threads_caches_sorts_and_joins_fail_then_pass_when_fixed() {
     let server = Server::get("pitsql");
+    let _machine = machine_load_lock();
     block_on(async {
         let mut c = conn(&server).await;
         sql_schema(&mut c).await;
@@ -536,6 +537,7 @@ async fn buffer_pool_is(c: &mut Conn, bytes: u64) {
 #[test]
 fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed() {
     let server = Server::get("pitmem");
+    let _machine = machine_load_lock();
     let dir = tempfile::tempdir().unwrap();
     // A transaction open for 3 s stands for PD215's hour.
     let cfg = dir.path().join("agent.toml");
