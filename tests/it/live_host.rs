@@ -57,7 +57,15 @@ fn live_host_facts_and_counters() {
     );
 
     let t = &os["cpu_time"]["available"];
-    assert_eq!(t["basis"], "window 1.00 s");
+    // The measured window: at least the 1 s asked for; doctor's last status read and closing
+    // the connection may end it a few milliseconds later on a loaded machine.
+    let basis = t["basis"].as_str().unwrap();
+    let secs: f64 = basis
+        .strip_prefix("window ")
+        .and_then(|b| b.strip_suffix(" s"))
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("basis {basis:?}"));
+    assert!((1.0..1.25).contains(&secs), "{basis}");
     assert!(t["steal_share"].as_f64().unwrap() >= 0.0);
 
     // No PMU in this VM: hardware events say why (ENOENT); software events count.

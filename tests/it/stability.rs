@@ -44,6 +44,7 @@ fn background_load(stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
 #[test]
 fn doctor_gives_the_same_verdicts_run_after_run_under_load() {
     let _lock = m118_lock();
+    let _machine = machine_load_lock();
     let server = Server::m118();
     block_on(crate::vector::prepare(&server));
     let root = server.root_url();

@@ -203,6 +203,15 @@ pub(crate) fn hang_lock() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Tests that keep the machine busy for a long time (`server_pitfalls`' workloads) and the
+/// test whose verdicts measure the machine under a load it controls (`stability`): one at a
+/// time, or the workloads' CPU use would flip a measured verdict such as PD103's stall share.
+pub(crate) fn machine_load_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Runs tests/harness/mariadb.sh (the servers' own start/stop script).
 pub(crate) fn harness(args: &[&str]) {
     harness_script("mariadb.sh", args);

@@ -513,6 +513,9 @@ fn read_status_first(opts: &MariadbOptions) -> bool {
 async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusWindowMode) {
     facts.status_window = match mode {
         StatusWindowMode::Doctor(d) if !d.is_zero() => {
+            // The OS window started just before: end the status window so that its last read
+            // finishes when the OS window is due, not a read's time later.
+            let t0 = Instant::now();
             let start = match server::read_status(s).await {
                 Ok(st) => st,
                 Err(e) => {
@@ -524,11 +527,16 @@ async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusW
                     return;
                 }
             };
-            let began = Instant::now();
-            tokio::time::sleep(*d).await;
+            let read = t0.elapsed();
+            // Each read's moment is taken as its middle; the end read is assumed to take as
+            // long as the start read did.
+            tokio::time::sleep_until((t0 + d.saturating_sub(read)).into()).await;
+            let end_started = Instant::now();
             match server::read_status(s).await {
                 Ok(end) => {
-                    let seconds = began.elapsed().as_secs_f64();
+                    let seconds = (end_started + end_started.elapsed() / 2)
+                        .duration_since(t0 + read / 2)
+                        .as_secs_f64();
                     facts.status = end;
                     Gathered::Available(powerdiag_rules::StatusWindow {
                         seconds,
