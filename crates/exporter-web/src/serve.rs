@@ -1,0 +1,403 @@
+//! Serving an axum app with a web configuration: axum-server's accept loop (its rustls acceptor,
+//! certificate reload, graceful shutdown), a cap on open connections, and the guard in front of
+//! every route (HTTP/2 only by ALPN, basic auth, the configured headers).
+
+use std::{
+    future::{Future, Ready},
+    io,
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    pin::Pin,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+    time::{Duration, Instant, SystemTime},
+};
+
+use axum::{
+    Router,
+    extract::{ConnectInfo, Request, State},
+    http::{HeaderValue, StatusCode, Version, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+};
+use axum_server::{
+    Handle,
+    accept::Accept,
+    tls::TlsInfo,
+    tls_rustls::{RustlsAcceptor, RustlsConfig},
+};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::TcpStream,
+    sync::{OwnedSemaphorePermit, Semaphore, watch},
+};
+
+use crate::{
+    auth::{AuthLimits, AuthStats, BcryptPool, Check, lock},
+    config::WebConfig,
+};
+
+/// The `WWW-Authenticate` challenge of a 401 answer.
+const CHALLENGE: &str = "Basic realm=\"powerdiag\"";
+/// A client must finish the TLS handshake within this time, else its connection is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client must send a request's headers within this time (slow-loris guard).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the shutdown signal, open requests get this long to finish before [`serve`] returns.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections open at once, whatever the file descriptor limit allows.
+pub const MAX_CONNECTIONS: usize = 512;
+/// The certificate's expiry is checked this often (and on every reload).
+const EXPIRY_CHECK_EVERY: Duration = Duration::from_secs(12 * 3600);
+
+/// How [`serve_with`] bounds its work.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Connections open at once; one more is closed at once (and logged, at most once a
+    /// minute). Default: [`default_max_connections`].
+    pub max_connections: usize,
+    /// The bcrypt pool's bounds.
+    pub auth: AuthLimits,
+    /// The bcrypt pool's counters (shared so a caller can read them).
+    pub auth_stats: Arc<AuthStats>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_connections: default_max_connections(),
+            auth: AuthLimits::default(),
+            auth_stats: Arc::default(),
+        }
+    }
+}
+
+/// [`MAX_CONNECTIONS`], or half the soft file-descriptor limit (`ulimit -n`, systemd's
+/// `LimitNOFILE=`) if that is lower, so connections never take the descriptors the rest of the
+/// process needs (database connection, files); at least 16.
+pub fn default_max_connections() -> usize {
+    #[cfg(unix)]
+    let by_limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or(MAX_CONNECTIONS, |soft| {
+            usize::try_from(soft / 2).unwrap_or(MAX_CONNECTIONS)
+        });
+    #[cfg(not(unix))]
+    let by_limit = MAX_CONNECTIONS;
+    by_limit.clamp(16, MAX_CONNECTIONS)
+}
+
+/// Serves `app` on `listener` until `shutdown` completes: plain HTTP/1.1 without a web config or
+/// without `tls_server_config`, else TLS (HTTP/2 by ALPN unless `http2: false`). With
+/// `basic_auth_users`, every request, unknown paths included, needs valid credentials, else 401
+/// with `WWW-Authenticate: Basic realm="powerdiag"`; the configured headers go on every response.
+///
+/// After `shutdown`, no new connection is accepted and open requests get 10 s to finish. An
+/// error is returned only before serving starts (the TLS files cannot be used); failed
+/// handshakes and accept errors are logged and serving goes on.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    web: Option<Arc<WebConfig>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let (_keep, updates) = watch::channel(web);
+    serve_with(listener, app, updates, shutdown, ServeOptions::default()).await
+}
+
+/// [`serve`] with a web configuration that can change while serving (SIGHUP): each request takes
+/// the users and headers current at that moment, each new TLS connection the certificate and TLS
+/// settings; open connections keep what they started with. Whether the listener speaks TLS is
+/// fixed at start (as in exporter-toolkit): send only configurations [`crate::reload`] accepted.
+pub async fn serve_reloadable(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    web: watch::Receiver<Option<Arc<WebConfig>>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    serve_with(listener, app, web, shutdown, ServeOptions::default()).await
+}
+
+/// [`serve_reloadable`] with explicit bounds.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    web: watch::Receiver<Option<Arc<WebConfig>>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> io::Result<()> {
+    let current = web.borrow().clone();
+    let tls = match &current {
+        Some(w) => w.server_config().map_err(|e| e.into_io())?,
+        None => None,
+    };
+    let pool = Arc::new(BcryptPool::new(
+        options.auth.clone(),
+        options.auth_stats.clone(),
+    )?);
+    let app = app
+        .layer(middleware::from_fn_with_state(
+            GuardState {
+                web: web.clone(),
+                pool,
+            },
+            guard,
+        ))
+        .into_make_service_with_connect_info::<SocketAddr>();
+
+    let handle: Handle<SocketAddr> = Handle::new();
+    let stop = tokio::spawn({
+        let handle = handle.clone();
+        async move {
+            shutdown.await;
+            handle.graceful_shutdown(Some(DRAIN_TIMEOUT));
+        }
+    });
+    let cap = CapAcceptor::new(options.max_connections);
+    let on_error = |peer: Option<&SocketAddr>, e: &io::Error| {
+        tracing::debug!("connection from {peer:?}: {e}");
+    };
+    let served = match tls {
+        None => {
+            let mut server = axum_server::Server::from_listener(listener)
+                .acceptor(cap)
+                .handle(handle)
+                .accept_error_handler(on_error)
+                .first_request_timeout(HEADER_READ_TIMEOUT);
+            server
+                .http_builder()
+                .http1()
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            server.serve(app).await
+        }
+        Some(config) => {
+            let rustls = RustlsConfig::from_config(config);
+            let watcher = tokio::spawn(watch_tls(web, rustls.clone()));
+            let acceptor = RustlsAcceptor::new(rustls)
+                .handshake_timeout(TLS_HANDSHAKE_TIMEOUT)
+                .acceptor(cap);
+            let mut server = axum_server::Server::from_listener(listener)
+                .acceptor(acceptor)
+                .handle(handle)
+                .accept_error_handler(on_error)
+                .first_request_timeout(HEADER_READ_TIMEOUT);
+            server
+                .http_builder()
+                .http1()
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            let served = server.serve(app).await;
+            watcher.abort();
+            served
+        }
+    };
+    stop.abort();
+    served
+}
+
+/// Follows reloads of a TLS server: new connections get the new certificate and settings; warns
+/// on every reload and twice a day when the certificate has expired or expires soon.
+async fn watch_tls(mut web: watch::Receiver<Option<Arc<WebConfig>>>, rustls: RustlsConfig) {
+    let mut check = tokio::time::interval(EXPIRY_CHECK_EVERY);
+    loop {
+        tokio::select! {
+            changed = web.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let new = web.borrow_and_update().clone();
+                match new.as_deref().map(WebConfig::server_config) {
+                    Some(Ok(Some(config))) => rustls.reload_from_config(config),
+                    Some(Err(e)) => tracing::error!(
+                        error = %e,
+                        "new web configuration unusable; keeping the previous TLS settings"
+                    ),
+                    // crate::reload refuses these: a TLS listener never drops TLS.
+                    Some(Ok(None)) | None => tracing::error!(
+                        "a web configuration without TLS was sent to a TLS listener; keeping the previous TLS settings"
+                    ),
+                }
+                warn_expiry(new.as_deref());
+            }
+            _ = check.tick() => warn_expiry(web.borrow().as_deref()),
+        }
+    }
+}
+
+fn warn_expiry(web: Option<&WebConfig>) {
+    if let Some(warning) = web.and_then(|w| w.certificate_warning(SystemTime::now())) {
+        tracing::warn!("{warning}");
+    }
+}
+
+#[derive(Clone)]
+struct GuardState {
+    web: watch::Receiver<Option<Arc<WebConfig>>>,
+    pool: Arc<BcryptPool>,
+}
+
+/// The middleware in front of every route: HTTP/2 only where ALPN chose it, basic auth, then the
+/// configured headers.
+async fn guard(State(state): State<GuardState>, request: Request, next: Next) -> Response {
+    let Some(web) = state.web.borrow().clone() else {
+        return next.run(request).await;
+    };
+    // Go serves HTTP/2 only over TLS with ALPN "h2"; hyper would also take a bare HTTP/2
+    // preface (h2c, or over TLS without ALPN), which `http2: false` must refuse.
+    let alpn_h2 = request
+        .extensions()
+        .get::<Arc<TlsInfo>>()
+        .is_some_and(|t| t.alpn_protocol.as_deref() == Some(b"h2".as_slice()));
+    let mut response = if request.version() == Version::HTTP_2 && !alpn_h2 {
+        (
+            StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+            "HTTP/2 is served only over TLS when negotiated (ALPN h2)\n",
+        )
+            .into_response()
+    } else {
+        let client = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+        // A header that is not visible ASCII cannot be valid Basic credentials: treated as absent.
+        let check = web.check_cached(
+            request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let allowed = match check {
+            Check::Allow => Ok(true),
+            Check::Deny => Ok(false),
+            Check::Bcrypt(pending) => state.pool.check(web.clone(), pending, client).await,
+        };
+        match allowed {
+            Ok(true) => next.run(request).await,
+            Ok(false) => unauthorized(),
+            Err(_busy) => busy(),
+        }
+    };
+    for (name, value) in &web.response_headers {
+        response.headers_mut().insert(name.clone(), value.clone());
+    }
+    response
+}
+
+fn unauthorized() -> Response {
+    let challenge = HeaderValue::from_static(CHALLENGE);
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, challenge)],
+        "Unauthorized\n",
+    )
+        .into_response()
+}
+
+/// Too many password checks pending (for this client or in all): nothing was checked.
+fn busy() -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+        "Too many password checks pending; retry later\n",
+    )
+        .into_response()
+}
+
+/// Takes one of [`ServeOptions::max_connections`] slots for each connection, before its TLS
+/// handshake; without a free slot the connection is closed at once.
+#[derive(Clone)]
+struct CapAcceptor {
+    slots: Arc<Semaphore>,
+    max: usize,
+    last_warning: Arc<Mutex<Option<Instant>>>,
+}
+
+impl CapAcceptor {
+    fn new(max: usize) -> CapAcceptor {
+        let max = max.max(1);
+        CapAcceptor {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+            last_warning: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+impl<S> Accept<TcpStream, S> for CapAcceptor {
+    type Stream = Capped;
+    type Service = S;
+    type Future = Ready<io::Result<(Capped, S)>>;
+
+    fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
+        match self.slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                let _ = stream.set_nodelay(true);
+                std::future::ready(Ok((
+                    Capped {
+                        stream,
+                        _slot: slot,
+                    },
+                    service,
+                )))
+            }
+            Err(_) => {
+                let mut last = lock(&self.last_warning);
+                if last.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    *last = Some(Instant::now());
+                    tracing::warn!(
+                        max = self.max,
+                        "connection limit reached: closing new connections until some end"
+                    );
+                }
+                std::future::ready(Err(io::Error::other("connection limit reached")))
+            }
+        }
+    }
+}
+
+/// A connection holding its slot until it closes.
+struct Capped {
+    stream: TcpStream,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Capped {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Capped {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests;
