@@ -470,7 +470,7 @@ fn survives_a_server_that_is_down_comes_back_and_hangs() {
 
 pub(crate) fn testdata(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../agent/src/daemon/testdata")
+        .join("../exporter-web/testdata")
         .join(name)
 }
 

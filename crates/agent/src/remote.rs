@@ -6,7 +6,6 @@
 //! one deadline; a password is never taken from the URL (it would sit in argv).
 
 use std::{
-    io::Read,
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -114,24 +113,18 @@ pub fn snapshot_url(raw: &str) -> Result<url::Url, RemoteError> {
     Ok(u)
 }
 
-/// Reads a small regular file (PEM, password): size-capped, never a FIFO or a device.
+/// Reads a small regular file (PEM, password): size-capped, never a FIFO or a device (the
+/// opened file is checked, not the path, and opening never waits on a FIFO).
 fn read_small(path: &Path) -> Result<Vec<u8>, RemoteError> {
-    let err = |reason: String| RemoteError::File {
-        path: path.display().to_string(),
-        reason,
-    };
-    let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read it ({e})")))?;
-    if !meta.is_file() {
-        return Err(err("not a regular file".into()));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| err(format!("cannot read it ({e})")))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(err(format!("larger than {} KiB", MAX_FILE_BYTES >> 10)));
-    }
-    Ok(bytes)
+    powerdiag_exporter_web::read_regular_file(path, MAX_FILE_BYTES).map_err(|e| {
+        RemoteError::File {
+            path: path.display().to_string(),
+            reason: match e {
+                powerdiag_exporter_web::ReadError::Io(e) => format!("cannot read it ({e})"),
+                e => e.to_string(),
+            },
+        }
+    })
 }
 
 fn client(opts: &RemoteOptions) -> Result<reqwest::Client, RemoteError> {

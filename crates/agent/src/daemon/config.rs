@@ -152,6 +152,14 @@ impl RulesConfig {
     }
 }
 
+/// The largest agent configuration file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The longest duration any setting accepts: longer ones are typos (`"15d"` for `"15s"`), and
+/// bounded durations keep every sum and multiple of them (deadlines, `/healthz`'s staleness)
+/// far from overflowing.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// A configuration that cannot be used, with the file and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
@@ -169,6 +177,23 @@ impl Config {
         };
         let mut c: Config =
             toml::from_str(text).map_err(|e| err(e.to_string().trim().replace('\n', " ")))?;
+        for (name, value) in [
+            ("sample.interval", c.sample.interval),
+            ("sample.timeout", c.sample.timeout),
+            ("sample.window", c.sample.window),
+            ("sample.vector_index_refresh", c.sample.vector_index_refresh),
+            ("sample.variables_refresh", c.sample.variables_refresh),
+            ("probe.interval", c.probe.interval),
+            ("statements.interval", c.statements.interval),
+        ] {
+            if value > MAX_DURATION {
+                return Err(err(format!(
+                    "{name} ({}) must be at most {}",
+                    humantime::format_duration(value),
+                    humantime::format_duration(MAX_DURATION)
+                )));
+            }
+        }
         if c.statements.interval < Duration::from_secs(1) {
             return Err(err("statements.interval must be at least 1s".into()));
         }
@@ -227,23 +252,17 @@ impl Config {
         Ok(c)
     }
 
-    /// Reads and parses a file; the error names it.
+    /// Reads and parses a file; the error names it. Regular files of at most 1 MiB only: a FIFO
+    /// or a device is refused at once, never read or waited on.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let name = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|e| ConfigError {
+        let err = |message: String| ConfigError {
             path: name.clone(),
-            message: e.to_string(),
-        })?;
-        if meta.len() > 1 << 20 {
-            return Err(ConfigError {
-                path: name,
-                message: "larger than 1 MiB; not an agent configuration".into(),
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            path: name.clone(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_CONFIG_BYTES)
+            .map_err(|e| err(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".into()))?;
         Config::parse(&text, &name)
     }
 }
@@ -314,6 +333,18 @@ mod tests {
                 "probe.interval",
             ),
             ("not toml at all = = =", "agent.toml"),
+            (
+                "[sample]\ninterval = \"100000000years\"\n",
+                "sample.interval (100000000years) must be at most 7days",
+            ),
+            (
+                "[sample]\nvariables_refresh = \"8d\"\n",
+                "sample.variables_refresh (8days) must be at most 7days",
+            ),
+            (
+                "[probe]\ninterval = \"30d\"\n",
+                "probe.interval (30days) must be at most 7days",
+            ),
         ] {
             let e = Config::parse(text, "agent.toml").unwrap_err().to_string();
             assert!(
@@ -321,5 +352,31 @@ mod tests {
                 "{text:?}: {e}"
             );
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod file_tests {
+    use super::*;
+
+    #[test]
+    fn load_refuses_special_and_large_files_naming_them() {
+        let e = Config::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            e.starts_with("/dev/zero: it is a character device, not a regular file"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("agent.toml");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
+        let e = Config::load(&fifo).unwrap_err().to_string();
+        assert!(e.contains("a FIFO (named pipe), not a regular file"), "{e}");
+        let big = dir.path().join("big.toml");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_CONFIG_BYTES + 1)
+            .unwrap();
+        let e = Config::load(&big).unwrap_err().to_string();
+        assert!(e.contains("larger than 1024 KiB"), "{e}");
     }
 }

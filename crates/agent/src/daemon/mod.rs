@@ -8,7 +8,6 @@ pub mod http;
 pub mod metrics;
 pub mod sampler;
 pub mod self_info;
-pub mod webconfig;
 
 use std::{
     net::SocketAddr,
@@ -17,6 +16,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+use powerdiag_exporter_web::{self as web, WebConfig, WebConfigError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +45,7 @@ pub enum AgentError {
     #[error("--config.file")]
     Config(#[from] ConfigError),
     #[error("--web.config.file")]
-    WebConfig(#[from] webconfig::WebConfigError),
+    WebConfig(#[from] WebConfigError),
     #[error("--web.listen-address {address}: {message}")]
     Listen { address: String, message: String },
     #[error(
@@ -79,13 +79,9 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
+    // Builds the TLS configuration too: a bad certificate fails before binding.
     let web = match &opts.web_config_file {
-        Some(p) => {
-            let w = webconfig::load(p)?;
-            // Build the TLS configuration now: a bad certificate fails before binding.
-            w.rustls_config()?;
-            Some(Arc::new(w))
-        }
+        Some(p) => Some(Arc::new(web::load(p)?)),
         None => None,
     };
     let tp = &opts.telemetry_path;
@@ -99,13 +95,21 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
             address: opts.listen_address.clone(),
             message: e.to_string(),
         })?;
+    let serve_options = web::ServeOptions::default();
     tracing::info!(
         address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         path = %tp,
         tls = web.as_ref().is_some_and(|w| w.tls.is_some()),
         basic_auth = web.as_ref().is_some_and(|w| !w.basic_auth_users.is_empty()),
+        max_connections = serve_options.max_connections,
         "listening"
     );
+    if let Some(warning) = web
+        .as_ref()
+        .and_then(|w| w.certificate_warning(SystemTime::now()))
+    {
+        tracing::warn!("{warning}");
+    }
 
     let cancel = CancellationToken::new();
     let (config_tx, config_rx) = watch::channel(Arc::new(config));
@@ -138,13 +142,13 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         started: SystemTime::now(),
     });
     let shutdown = cancel.clone();
-    let server =
-        webconfig::serve_reloadable(
-            listener,
-            app,
-            web_rx,
-            async move { shutdown.cancelled().await },
-        );
+    let server = web::serve_with(
+        listener,
+        app,
+        web_rx,
+        async move { shutdown.cancelled().await },
+        serve_options,
+    );
     let served = tokio::select! {
         r = server => r,
         // Drain for at most the grace period once asked to stop.
@@ -161,7 +165,7 @@ struct Reloadable {
     config_file: Option<PathBuf>,
     config: watch::Sender<Arc<Config>>,
     web_config_file: Option<PathBuf>,
-    web: watch::Sender<Option<Arc<webconfig::WebConfig>>>,
+    web: watch::Sender<Option<Arc<WebConfig>>>,
 }
 
 impl Reloadable {
@@ -181,8 +185,14 @@ impl Reloadable {
             },
         }
         if let Some(p) = &self.web_config_file {
-            // Build the TLS configuration here too: certificates that do not load keep the old.
-            match webconfig::load(p).and_then(|w| w.rustls_config().map(|_| w)) {
+            // web::reload refuses a file that would lower the running security (TLS or basic
+            // auth dropped, a weaker client_auth_type or min_version) or that sets nothing.
+            let running = self.web.borrow().clone();
+            let reloaded = match &running {
+                Some(running) => web::reload(running),
+                None => web::load(p),
+            };
+            match reloaded {
                 Ok(w) => {
                     tracing::info!(
                         file = %p.display(),
@@ -201,7 +211,8 @@ impl Reloadable {
 }
 
 /// SIGTERM/SIGINT stop the agent; SIGHUP reloads the configuration files (a bad file keeps the
-/// running configuration and says why).
+/// running configuration and says why). A reload reads files, so it runs on a blocking thread:
+/// SIGTERM is served while it runs, and a SIGHUP during a reload is ignored (and logged).
 async fn signals(files: Reloadable, cancel: CancellationToken) {
     #[cfg(unix)]
     {
@@ -214,11 +225,20 @@ async fn signals(files: Reloadable, cancel: CancellationToken) {
             tracing::error!("cannot install signal handlers");
             return;
         };
+        let files = Arc::new(files);
+        let mut reloading: Option<tokio::task::JoinHandle<()>> = None;
         loop {
             tokio::select! {
                 _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
                 _ = int.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-                _ = hup.recv() => files.reload(),
+                _ = hup.recv() => {
+                    if reloading.as_ref().is_some_and(|r| !r.is_finished()) {
+                        tracing::warn!("SIGHUP: the previous reload is still running; this one is ignored");
+                    } else {
+                        let files = files.clone();
+                        reloading = Some(tokio::task::spawn_blocking(move || files.reload()));
+                    }
+                }
                 () = cancel.cancelled() => return,
             }
         }
