@@ -577,6 +577,37 @@ fn tls_and_basic_auth() {
         "200",
         "a bad web configuration on reload keeps the running one"
     );
+    // Issue 16, item 3: a reload never lowers security. An emptied file, one truncated to
+    // nothing, one without TLS and one without users all keep TLS and basic auth.
+    let tls_only = format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+        testdata("test-server.crt").display(),
+        testdata("test-server.key").display()
+    );
+    for downgrade in [
+        String::new(),
+        "# truncated\n".to_owned(),
+        format!("basic_auth_users:\n  prometheus: '{hash}'\n"),
+        tls_only,
+    ] {
+        std::fs::write(&web, &downgrade).unwrap();
+        signal(child.id(), "HUP");
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            curl(&["--cacert", ca, &url]).0,
+            "401",
+            "still basic auth after reloading {downgrade:?}"
+        );
+        assert_eq!(
+            curl(&[&format!("http://127.0.0.1:{port}/metrics")]).0,
+            "000",
+            "still no plain HTTP after reloading {downgrade:?}"
+        );
+        assert_eq!(
+            curl(&["--cacert", ca, "-u", "prometheus:scrape-Pw-9", &url]).0,
+            "200"
+        );
+    }
     // ... and a good one takes effect for new connections: password rotation without restart.
     let rotated = bcrypt::hash("rotated-Pw-2", 6).unwrap();
     std::fs::write(
@@ -623,6 +654,13 @@ fn tls_and_basic_auth() {
             && log.contains("web configuration reloaded"),
         "{log}"
     );
+    for reason in [
+        "the file sets nothing",
+        "a reload never turns TLS off",
+        "a reload never turns authentication off",
+    ] {
+        assert!(log.contains(reason), "the reason is logged: {reason}\n{log}");
+    }
 
     // A web config that cannot work fails before binding, naming the file.
     let broken = dir.path().join("broken.yml");
@@ -706,4 +744,80 @@ fn logfmt_lines_never_repeat_a_key() {
             assert!(seen.insert(k), "key '{k}' repeated in: {line}");
         }
     }
+}
+
+/// Issue 16, item 6: a FIFO where the certificate was (a hostile or broken deploy) fails the
+/// SIGHUP reload at once, naming the file; the agent keeps serving and still stops on SIGTERM.
+#[test]
+fn a_fifo_certificate_on_reload_neither_blocks_nor_wedges_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("server.crt");
+    std::fs::copy(testdata("test-server.crt"), &cert).unwrap();
+    std::fs::copy(testdata("test-server.key"), dir.path().join("server.key")).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_powerdiag"))
+        .env("POWERDIAG_MARIADB_URL", "mysql://x@127.0.0.1:1/")
+        .args([
+            "agent",
+            "--web.listen-address",
+            &format!("127.0.0.1:{port}"),
+            "--web.config.file",
+        ])
+        .arg(&web)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ca = testdata("test-ca.crt");
+    let ca = ca.to_str().unwrap();
+    let url = format!("https://localhost:{port}/metrics");
+    assert!(
+        eventually(Duration::from_secs(10), || curl(&["--cacert", ca, &url]).0
+            == "200"),
+        "the agent answers over TLS"
+    );
+    std::fs::remove_file(&cert).unwrap();
+    let made = Command::new("mkfifo").arg(&cert).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    signal(child.id(), "HUP");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        curl(&["--cacert", ca, &url]).0,
+        "200",
+        "still serving with the running certificate"
+    );
+    signal(child.id(), "TERM");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "SIGTERM stops the agent after the FIFO reload: {status:?}\n{log}"
+    );
+    assert!(
+        log.contains("server.crt: it is a FIFO (named pipe), not a regular file"),
+        "{log}"
+    );
 }

@@ -37,3 +37,6 @@ pub use config::{
 };
 pub use read::{MAX_CONFIG_FILE_BYTES, ReadError, read_regular_file};
 pub use serve::{ServeOptions, default_max_connections, serve, serve_reloadable, serve_with};
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -237,21 +237,23 @@ struct GuardState {
 /// The middleware in front of every route: HTTP/2 only where ALPN chose it, basic auth, then the
 /// configured headers.
 async fn guard(State(state): State<GuardState>, request: Request, next: Next) -> Response {
-    let Some(web) = state.web.borrow().clone() else {
-        return next.run(request).await;
-    };
+    let web = state.web.borrow().clone();
     // Go serves HTTP/2 only over TLS with ALPN "h2"; hyper would also take a bare HTTP/2
     // preface (h2c, or over TLS without ALPN), which `http2: false` must refuse.
     let alpn_h2 = request
         .extensions()
         .get::<Arc<TlsInfo>>()
         .is_some_and(|t| t.alpn_protocol.as_deref() == Some(b"h2".as_slice()));
-    let mut response = if request.version() == Version::HTTP_2 && !alpn_h2 {
-        (
-            StatusCode::HTTP_VERSION_NOT_SUPPORTED,
-            "HTTP/2 is served only over TLS when negotiated (ALPN h2)\n",
-        )
-            .into_response()
+    let h2_refused = request.version() == Version::HTTP_2 && !alpn_h2;
+    let Some(web) = web else {
+        return if h2_refused {
+            http2_refused()
+        } else {
+            next.run(request).await
+        };
+    };
+    let mut response = if h2_refused {
+        http2_refused()
     } else {
         let client = request
             .extensions()
@@ -279,6 +281,14 @@ async fn guard(State(state): State<GuardState>, request: Request, next: Next) ->
         response.headers_mut().insert(name.clone(), value.clone());
     }
     response
+}
+
+fn http2_refused() -> Response {
+    (
+        StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+        "HTTP/2 is served only over TLS when negotiated (ALPN h2)\n",
+    )
+        .into_response()
 }
 
 fn unauthorized() -> Response {
