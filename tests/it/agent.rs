@@ -659,7 +659,10 @@ fn tls_and_basic_auth() {
         "a reload never turns TLS off",
         "a reload never turns authentication off",
     ] {
-        assert!(log.contains(reason), "the reason is logged: {reason}\n{log}");
+        assert!(
+            log.contains(reason),
+            "the reason is logged: {reason}\n{log}"
+        );
     }
 
     // A web config that cannot work fails before binding, naming the file.

@@ -214,9 +214,7 @@ impl WebConfig {
             return Check::Deny;
         };
         let hash = self.basic_auth_users.get(credentials.user());
-        let key = self
-            .auth
-            .key(&credentials, hash.map_or("", String::as_str));
+        let key = self.auth.key(&credentials, hash.map_or("", String::as_str));
         if hash.is_some() && lock(&self.auth.verified).contains(&key) {
             return Check::Allow;
         }

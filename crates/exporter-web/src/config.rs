@@ -310,10 +310,9 @@ impl WebConfig {
             None => None,
         };
 
-        let http_set = raw
-            .http_server_config
-            .as_ref()
-            .is_some_and(|h| h.http2.is_some() || h.headers.as_ref().is_some_and(|m| !m.is_empty()));
+        let http_set = raw.http_server_config.as_ref().is_some_and(|h| {
+            h.http2.is_some() || h.headers.as_ref().is_some_and(|m| !m.is_empty())
+        });
         let http = match raw.http_server_config {
             Some(raw_http) => HttpConfig {
                 http2: raw_http.http2.unwrap_or(true),

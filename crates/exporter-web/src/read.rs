@@ -162,7 +162,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = read_regular_file(dir.path(), 100).unwrap_err();
         assert!(
-            e.to_string().starts_with("it is a directory, not a regular file"),
+            e.to_string()
+                .starts_with("it is a directory, not a regular file"),
             "{e}"
         );
         #[cfg(unix)]
@@ -182,8 +183,12 @@ mod tests {
     fn a_fifo_is_refused_at_once_not_waited_on() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("cert.pem");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR)
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .unwrap();
         // On a thread, so a regression (a blocking open) fails the test instead of hanging it.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

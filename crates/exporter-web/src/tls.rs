@@ -139,7 +139,8 @@ impl WebConfig {
             .tls
             .as_ref()
             .map_or("tls_server_config.cert_file", |t| t.cert.field("cert"));
-        expiry_warning(not_after, now).map(|w| format!("web config {}: {field}: {w}", self.path.display()))
+        expiry_warning(not_after, now)
+            .map(|w| format!("web config {}: {field}: {w}", self.path.display()))
     }
 }
 
@@ -165,7 +166,11 @@ pub(crate) fn expiry_warning(not_after: SystemTime, now: SystemTime) -> Option<S
 fn not_after(cert: &CertificateDer<'_>) -> Option<SystemTime> {
     use x509_cert::der::Decode;
     let cert = x509_cert::Certificate::from_der(cert.as_ref()).ok()?;
-    let since_epoch = cert.tbs_certificate().validity().not_after.to_unix_duration();
+    let since_epoch = cert
+        .tbs_certificate()
+        .validity()
+        .not_after
+        .to_unix_duration();
     SystemTime::UNIX_EPOCH.checked_add(since_epoch)
 }
 

@@ -93,6 +93,10 @@ fn the_unit_is_hardened_and_takes_the_password_from_a_credential() {
         ("CapabilityBoundingSet", ""),
         ("AmbientCapabilities", ""),
         ("LoadCredential", "my.cnf:/etc/powerdiag/my.cnf"),
+        // Issue 16: no core dump (it would hold the database password), and descriptors for
+        // the agent's connection cap (half the limit, at most 512) with room for the rest.
+        ("LimitCORE", "0"),
+        ("LimitNOFILE", "2048"),
     ] {
         assert_eq!(get(k), vec![v], "{k}");
     }

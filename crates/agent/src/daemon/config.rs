@@ -361,7 +361,9 @@ mod file_tests {
 
     #[test]
     fn load_refuses_special_and_large_files_naming_them() {
-        let e = Config::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        let e = Config::load(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("/dev/zero: it is a character device, not a regular file"),
             "{e}"

@@ -250,3 +250,45 @@ async fn signals(files: Reloadable, cancel: CancellationToken) {
     }
     cancel.cancel();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 16, item 3: SIGHUP with an emptied or TLS-less file keeps the running TLS + basic
+    /// auth configuration (it used to switch to plain HTTP without authentication).
+    #[test]
+    fn a_reload_that_would_lower_security_keeps_the_running_web_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let testdata =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../exporter-web/testdata");
+        let hash = "$2y$04$mDwo.lAisC94iLAyP81MCesa29IzH37oigHC/42V2pdJlUprsJPze";
+        let tls = format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+            testdata.join("test-server.crt").display(),
+            testdata.join("test-server.key").display()
+        );
+        let users = format!("basic_auth_users:\n  prometheus: '{hash}'\n");
+        let file = dir.path().join("web.yml");
+        std::fs::write(&file, format!("{tls}{users}")).unwrap();
+        let running = Arc::new(web::load(&file).unwrap());
+        let (config, _config_rx) = watch::channel(Arc::new(Config::default()));
+        let (web_tx, web_rx) = watch::channel(Some(running.clone()));
+        let files = Reloadable {
+            config_file: None,
+            config,
+            web_config_file: Some(file.clone()),
+            web: web_tx,
+        };
+        for downgrade in [String::new(), users.clone(), tls.clone()] {
+            std::fs::write(&file, &downgrade).unwrap();
+            files.reload();
+            let now = web_rx.borrow().clone().unwrap();
+            assert!(Arc::ptr_eq(&now, &running), "after {downgrade:?}");
+        }
+        // A file that keeps both is taken.
+        std::fs::write(&file, format!("{tls}{users}")).unwrap();
+        files.reload();
+        assert!(!Arc::ptr_eq(&web_rx.borrow().clone().unwrap(), &running));
+    }
+}

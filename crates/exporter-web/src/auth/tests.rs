@@ -14,9 +14,7 @@ fn basic_auth_accepts_only_the_right_password() {
         "$2y$ hashes (htpasswd) work"
     );
     // The scheme is case-insensitive; surrounding blanks are fine.
-    assert!(
-        config.check_basic_auth(Some(&format!(" basic {}", BASE64.encode("alice:s3cret"))))
-    );
+    assert!(config.check_basic_auth(Some(&format!(" basic {}", BASE64.encode("alice:s3cret")))));
 
     assert!(!config.check_basic_auth(Some(&basic("alice", "wrong"))));
     assert!(
@@ -38,9 +36,7 @@ fn basic_auth_rejects_missing_and_malformed_headers() {
     assert!(!config.check_basic_auth(Some("")));
     assert!(!config.check_basic_auth(Some("Basic")));
     assert!(!config.check_basic_auth(Some("Basic ")));
-    assert!(
-        !config.check_basic_auth(Some(&format!("Bearer {}", BASE64.encode("alice:s3cret"))))
-    );
+    assert!(!config.check_basic_auth(Some(&format!("Bearer {}", BASE64.encode("alice:s3cret")))));
     assert!(!config.check_basic_auth(Some("Basic !!!not-base64!!!")));
     assert!(
         !config.check_basic_auth(Some("Basic YWxpY2U6czNjcmV0=")),
@@ -63,17 +59,26 @@ fn basic_auth_rejects_missing_and_malformed_headers() {
 fn outcomes_are_cached_as_digests() {
     let config = parse(&users_yaml()).unwrap();
     let right = basic("alice", "s3cret");
-    assert!(matches!(config.check_cached(Some(&right)), Check::Bcrypt(_)));
+    assert!(matches!(
+        config.check_cached(Some(&right)),
+        Check::Bcrypt(_)
+    ));
     assert!(config.check_basic_auth(Some(&right)));
     assert!(matches!(config.check_cached(Some(&right)), Check::Allow));
     // A failure is remembered too: the same wrong password costs no second bcrypt...
     let wrong = basic("alice", "wrong");
-    assert!(matches!(config.check_cached(Some(&wrong)), Check::Bcrypt(_)));
+    assert!(matches!(
+        config.check_cached(Some(&wrong)),
+        Check::Bcrypt(_)
+    ));
     assert!(!config.check_basic_auth(Some(&wrong)));
     assert!(matches!(config.check_cached(Some(&wrong)), Check::Deny));
     // ... and so is an unknown user's (checked against the decoy hash the first time).
     let unknown = basic("mallory", "s3cret");
-    assert!(matches!(config.check_cached(Some(&unknown)), Check::Bcrypt(_)));
+    assert!(matches!(
+        config.check_cached(Some(&unknown)),
+        Check::Bcrypt(_)
+    ));
     assert!(!config.check_basic_auth(Some(&unknown)));
     assert!(matches!(config.check_cached(Some(&unknown)), Check::Deny));
     // Another wrong password still needs bcrypt; the right one still passes.
@@ -184,7 +189,9 @@ fn the_pool_bounds_queue_and_clients_and_drops_abandoned_checks() {
         let mut waiting = Vec::new();
         for i in 2..12 {
             let (pool, web, p) = (pool.clone(), web.clone(), pending(&format!("wrong-{i}")));
-            waiting.push(tokio::spawn(async move { pool.check(web, p, client(i)).await }));
+            waiting.push(tokio::spawn(
+                async move { pool.check(web, p, client(i)).await },
+            ));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(stats.max_queued() <= 2, "{}", stats.max_queued());

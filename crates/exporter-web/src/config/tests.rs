@@ -215,8 +215,7 @@ fn unknown_fields_are_rejected_by_name_with_their_line() {
     assert!(e.contains("unknown field `tls_config`"), "{e}");
     assert!(e.contains("line 1"), "{e}");
 
-    let e =
-        parse_err("basic_auth_users: {}\ntls_server_config:\n  cert_file: a\n  key_fil: b\n");
+    let e = parse_err("basic_auth_users: {}\ntls_server_config:\n  cert_file: a\n  key_fil: b\n");
     assert!(e.contains("unknown field `key_fil`"), "{e}");
     assert!(e.contains("line 4"), "{e}");
 
@@ -336,7 +335,6 @@ fn unsupported_settings_are_refused_by_name() {
     }
 }
 
-
 // -- reloading --------------------------------------------------------------------------------
 
 /// A TLS + basic auth configuration in `dir` (copies of the test certificate).
@@ -344,11 +342,7 @@ fn secure(dir: &Path) -> WebConfig {
     fs::copy(testdata("test-server.crt"), dir.join("server.crt")).unwrap();
     fs::copy(testdata("test-server.key"), dir.join("server.key")).unwrap();
     fs::copy(testdata("test-ca.crt"), dir.join("ca.crt")).unwrap();
-    load(&write_config(
-        dir,
-        &(SECURE_TLS.to_owned() + &users_yaml()),
-    ))
-    .unwrap()
+    load(&write_config(dir, &(SECURE_TLS.to_owned() + &users_yaml()))).unwrap()
 }
 
 const SECURE_TLS: &str = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  \
@@ -369,7 +363,10 @@ fn a_reload_never_lowers_security() {
         // TLS dropped.
         (users.clone(), "a reload never turns TLS off"),
         // Basic auth dropped.
-        (SECURE_TLS.to_owned(), "a reload never turns authentication off"),
+        (
+            SECURE_TLS.to_owned(),
+            "a reload never turns authentication off",
+        ),
         (
             SECURE_TLS.to_owned() + "basic_auth_users: {}\n",
             "a reload never turns authentication off",
@@ -380,25 +377,34 @@ fn a_reload_never_lowers_security() {
             "client_auth_type NoClientCert is weaker than the running RequireAndVerifyClientCert",
         ),
         (
-            tls("  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.crt\n  min_version: TLS13\n")
-                + &users,
+            tls(
+                "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.crt\n  min_version: TLS13\n",
+            ) + &users,
             "client_auth_type VerifyClientCertIfGiven is weaker",
         ),
         (
-            tls("  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n") + &users,
+            tls("  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n")
+                + &users,
             "min_version Tls12 is below the running Tls13",
         ),
         // Unusable: not YAML, a bad hash, a missing key file.
         ("tls_server_config: [".to_owned(), "web config "),
-        (SECURE_TLS.to_owned() + "basic_auth_users:\n  alice: x\n", "not a bcrypt hash"),
         (
-            "tls_server_config:\n  cert_file: server.crt\n  key_file: gone.key\n".to_owned() + &users,
+            SECURE_TLS.to_owned() + "basic_auth_users:\n  alice: x\n",
+            "not a bcrypt hash",
+        ),
+        (
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: gone.key\n".to_owned()
+                + &users,
             "key_file: cannot read",
         ),
     ] {
         write_config(dir.path(), &yaml);
         let e = reload(&running).unwrap_err().to_string();
-        assert!(e.contains(expected), "{yaml:?}\nexpected: {expected}\ngot: {e}");
+        assert!(
+            e.contains(expected),
+            "{yaml:?}\nexpected: {expected}\ngot: {e}"
+        );
         assert!(e.contains("web.yml"), "names the file: {e}");
     }
 

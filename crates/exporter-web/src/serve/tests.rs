@@ -65,11 +65,10 @@ fn client(roots: &[&str], client_cert: bool) -> reqwest::Client {
             store.add(cert.unwrap()).unwrap();
         }
     }
-    let builder =
-        rustls::ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(store);
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(store);
     let mut tls = if client_cert {
         let chain = CertificateDer::pem_file_iter(testdata("test-client.crt"))
             .unwrap()
@@ -88,11 +87,7 @@ fn client(roots: &[&str], client_cert: bool) -> reqwest::Client {
         .unwrap()
 }
 
-async fn get_status(
-    client: &reqwest::Client,
-    url: &str,
-    auth: Option<&str>,
-) -> reqwest::Response {
+async fn get_status(client: &reqwest::Client, url: &str, auth: Option<&str>) -> reqwest::Response {
     let mut request = client.get(url);
     if let Some(auth) = auth {
         request = request.header(header::AUTHORIZATION, auth);
@@ -287,10 +282,7 @@ async fn http2_without_alpn_is_refused() {
     for web in [None, Some(parse(&users_yaml()).unwrap())] {
         let server = Server::start(web).await;
         let url = format!("http://127.0.0.1:{}/metrics", server.addr.port());
-        let h2c = builder()
-            .http2_prior_knowledge()
-            .build()
-            .unwrap();
+        let h2c = builder().http2_prior_knowledge().build().unwrap();
         let response = get_status(&h2c, &url, Some(&basic("alice", "s3cret"))).await;
         assert_eq!(response.status(), 505);
         server.stop().await;
@@ -415,7 +407,11 @@ fn a_flood_of_wrong_passwords_is_bounded() {
                 let mut sent = 0u32;
                 while tokio::time::Instant::now() < flood_until {
                     let auth = basic("alice", &format!("wrong-{a}-{sent}"));
-                    let _ = client.get(&url).header(header::AUTHORIZATION, auth).send().await;
+                    let _ = client
+                        .get(&url)
+                        .header(header::AUTHORIZATION, auth)
+                        .send()
+                        .await;
                     sent += 1;
                 }
                 sent
@@ -434,12 +430,13 @@ fn a_flood_of_wrong_passwords_is_bounded() {
             matches!(lookup, Ok(Ok(n)) if n > 0),
             "a host-name lookup waited behind bcrypt: {lookup:?}"
         );
-        let legit = builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap();
+        let legit = builder().timeout(Duration::from_secs(10)).build().unwrap();
         let response = get_status(&legit, &url, Some(&basic("alice", "s3cret"))).await;
-        assert_eq!(response.status(), 200, "the right password, during the flood");
+        assert_eq!(
+            response.status(),
+            200,
+            "the right password, during the flood"
+        );
         assert!(
             tokio::time::Instant::now() < flood_until,
             "the flood was still on when the scraper got in"

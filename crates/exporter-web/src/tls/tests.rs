@@ -102,7 +102,6 @@ fn missing_or_unusable_files_are_named() {
     );
 }
 
-
 // -- files that are not regular, or too large --------------------------------------------------
 
 #[test]
@@ -138,7 +137,9 @@ fn special_or_huge_files_are_refused_naming_the_file() {
         "tls_server_config:\n  cert_file: {}\n  key_file: key.d\n",
         testdata("test-server.crt").display()
     );
-    let e = load(&write_config(dir.path(), &yaml)).unwrap_err().to_string();
+    let e = load(&write_config(dir.path(), &yaml))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("tls_server_config.key_file: cannot read ")
             && e.contains("key.d: it is a directory, not a regular file"),
@@ -146,7 +147,9 @@ fn special_or_huge_files_are_refused_naming_the_file() {
     );
     let yaml = tls_yaml("test-server.crt", "test-server.key")
         + "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: big.yml\n";
-    let e = load(&write_config(dir.path(), &yaml)).unwrap_err().to_string();
+    let e = load(&write_config(dir.path(), &yaml))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("tls_server_config.client_ca_file: cannot read ") && e.contains("larger than"),
         "{e}"
@@ -158,8 +161,12 @@ fn special_or_huge_files_are_refused_naming_the_file() {
 fn a_fifo_as_certificate_fails_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("server.crt");
-    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR)
-        .unwrap();
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+    )
+    .unwrap();
     fs::copy(testdata("test-server.key"), dir.path().join("server.key")).unwrap();
     let path = write_config(
         dir.path(),
