@@ -6,7 +6,7 @@
 //!   scraper costs one bcrypt, not one per scrape, and keeps that across reloads while its hash
 //!   is unchanged;
 //! - failed credentials are remembered the same way: the same wrong password costs nothing twice;
-//! - the remaining checks run on a small dedicated thread pool ([`BcryptPool`]; not tokio's
+//! - the remaining checks run on a small dedicated thread pool (`BcryptPool`; not tokio's
 //!   blocking pool, which name lookups share), behind a bounded queue and at most
 //!   [`AuthLimits::per_client`] pending checks per client address; beyond that the answer is
 //!   429 at once;
@@ -196,7 +196,7 @@ impl WebConfig {
     /// `basic_auth_users` is empty; else only `Basic` credentials of a configured user whose
     /// password matches the bcrypt hash. Unknown users cost a bcrypt run too (no user
     /// enumeration by timing). Blocks for the bcrypt time (about 70 ms at cost 10) unless the
-    /// outcome is remembered; the server runs it on [`BcryptPool`] instead.
+    /// outcome is remembered; the server runs it on its bcrypt pool instead.
     pub fn check_basic_auth(&self, authorization_header: Option<&str>) -> bool {
         match self.check_cached(authorization_header) {
             Check::Allow => true,

@@ -238,7 +238,7 @@ pub enum WebConfigError {
 }
 
 impl WebConfigError {
-    /// The same error as an [`io::Error`] of kind `InvalidInput` (for [`crate::serve`]).
+    /// The same error as an [`io::Error`] of kind `InvalidInput` (for [`crate::serve()`]).
     pub(crate) fn into_io(self) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidInput, self)
     }
@@ -246,7 +246,7 @@ impl WebConfigError {
 
 /// Reads and checks the web configuration file at `path`: the YAML, the bcrypt hashes, and, when
 /// TLS is configured, the certificate, key and client CA files (the key must match the
-/// certificate). The TLS configuration is built now and kept: [`crate::serve`] uses it.
+/// certificate). The TLS configuration is built now and kept: [`crate::serve()`] uses it.
 pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
     let bytes =
         read_regular_file(path, MAX_CONFIG_FILE_BYTES).map_err(|error| WebConfigError::Read {

@@ -1,6 +1,6 @@
 //! The Prometheus exporter-toolkit web layer, as node_exporter and mysqld_exporter have it: the
 //! web configuration file (`--web.config.file`) with TLS (`tls_server_config`), response headers
-//! and HTTP/2 (`http_server_config`) and bcrypt basic auth (`basic_auth_users`); and [`serve`],
+//! and HTTP/2 (`http_server_config`) and bcrypt basic auth (`basic_auth_users`); and [`serve()`],
 //! which serves an axum app with it.
 //!
 //! The format is exporter-toolkit's (`docs/web-configuration.md`, `web/tls_config.go`): unknown
