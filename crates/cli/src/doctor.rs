@@ -157,13 +157,14 @@ pub(crate) fn connection_request(
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 fn read_config(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path)?;
-    anyhow::ensure!(meta.is_file(), "not a regular file");
-    anyhow::ensure!(
-        meta.len() <= MAX_CONFIG_BYTES,
-        "larger than 1 MiB; is this really a my.cnf?"
-    );
-    let bytes = std::fs::read(path)?;
+    // Regular files only, checked on the opened file; opening never waits on a FIFO.
+    let bytes =
+        powerdiag_exporter_web::read_regular_file(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            powerdiag_exporter_web::ReadError::TooLarge(_) => {
+                anyhow::anyhow!("larger than 1 MiB; is this really a my.cnf?")
+            }
+            e => anyhow::anyhow!("{e}"),
+        })?;
     String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text"))
 }
 
