@@ -105,6 +105,9 @@ pub async fn collect(
     (snap, stats)
 }
 
+/// The least time the OS sections get after the window, whatever `--timeout` says.
+const OS_MIN_BUDGET: Duration = Duration::from_secs(10);
+
 /// The server's directories as `(variable, absolute path)`: `datadir`, `tmpdir` (the first of
 /// its `:`-separated list) and `innodb_log_group_home_dir`, which MariaDB resolves against the
 /// datadir when relative (its default is `./`).
@@ -136,11 +139,14 @@ fn server_dirs(f: &powerdiag_rules::MariadbFacts) -> Vec<(String, String)> {
     out
 }
 
-/// The OS sections, read on a blocking thread under a deadline (`mariadb.timeout`, the same
-/// bound every statement has): a file that blocks cannot hold the sample. The registry does
+/// The OS sections, read on a blocking thread under a deadline (`mariadb.timeout`, at least
+/// [`OS_MIN_BUDGET`]): a file that blocks cannot hold the sample. The registry does
 /// not start a section after the deadline; a read that hangs anyway is abandoned here.
 async fn os_finish(window: os::Window, opts: &CollectOptions) -> (OsFacts, Vec<CollectorRun>) {
-    let budget = opts.mariadb.timeout;
+    // Local files normally take milliseconds; the bound is a safety net against a file that
+    // blocks, not a performance limit: a slow host or emulator (a debug build under qemu needs
+    // over a second for a 64-CPU tree) must not lose its facts to a short --timeout.
+    let budget = opts.mariadb.timeout.max(OS_MIN_BUDGET);
     let min_window = opts.sample_window;
     let task = tokio::task::spawn_blocking(move || os::finish(window, min_window, budget));
     // The registry stops starting sections at the budget; a section still running then is
