@@ -84,10 +84,34 @@ pub(crate) fn get_with(port: u16, path: &str, extra: &str) -> Option<(u16, Strin
     .ok()?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).ok()?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n")?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut body = raw[split + 4..].to_vec();
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, head.to_owned(), body.to_owned()))
+    // Go's servers (Prometheus) chunk any answer over 2 KiB that has no Content-Length.
+    if head
+        .lines()
+        .any(|l| l.to_ascii_lowercase().replace(' ', "") == "transfer-encoding:chunked")
+    {
+        body = dechunk(&body)?;
+    }
+    Some((status, head, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The body of a `Transfer-Encoding: chunked` answer; `None` when it is malformed.
+fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size = std::str::from_utf8(&raw[..eol]).ok()?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        raw = &raw[eol + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(raw.get(..size)?);
+        raw = raw.get(size + 2..)?;
+    }
 }
 
 pub(crate) fn get(port: u16, path: &str) -> Option<(u16, String, String)> {

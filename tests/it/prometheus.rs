@@ -127,7 +127,11 @@ fn prometheus_sees_pd101_failing_for_the_instance() {
         "memory",
         "cpu_time",
     ] {
-        assert!(names.contains(&c), "collector {c} missing from {names:?}");
+        assert!(
+            names.contains(&c),
+            "collector {c} missing from {names:?}; all: {:?}",
+            query(&prom, "powerdiag_collector_success")
+        );
     }
     let graph = query(
         &prom,
