@@ -223,6 +223,7 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             avg_in_flight: Some(1.5),
             io_basis: Some("window 1.00 s".into()),
             io_unread: None,
+            space_unread: None,
         }]);
         if let Gathered::Available(m) = &mut o.memory {
             m.available_bytes = Some(20 << 30);

@@ -336,6 +336,10 @@ pub struct Filesystem {
     pub io_basis: Option<String>,
     /// Why there are no device statistics (no window, a filesystem without a block device).
     pub io_unread: Option<String>,
+    /// Why its size and free space could not be read (`statvfs` failed for this directory);
+    /// `total_bytes` and `available_bytes` are then 0 and mean nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub space_unread: Option<String>,
 }
 
 impl PerfCounters {

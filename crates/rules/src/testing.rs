@@ -419,6 +419,7 @@ pub fn linux_os() -> OsFacts {
             avg_in_flight: Some(0.3),
             io_basis: Some("window 1.00 s".into()),
             io_unread: None,
+            space_unread: None,
         }]),
     }
 }

@@ -509,8 +509,10 @@ fn os(b: &mut Builder, s: &Snapshot) {
         for f in filesystems {
             let mount = f.mount_point.as_deref().unwrap_or(&f.path);
             for role in &f.roles {
-                size.push(([role.as_str(), mount], f.total_bytes as f64));
-                avail.push(([role.as_str(), mount], f.available_bytes as f64));
+                if f.space_unread.is_none() {
+                    size.push(([role.as_str(), mount], f.total_bytes as f64));
+                    avail.push(([role.as_str(), mount], f.available_bytes as f64));
+                }
                 if let (Some(b), Some(q), Some(dev)) =
                     (f.busy_share, f.avg_in_flight, f.device.as_deref())
                 {
@@ -888,6 +890,31 @@ mod tests {
         assert_eq!(e("\n\n"), "\\n\\n");
         assert_eq!(e("é\"}"), "é\\\"}");
         assert_eq!(e(""), "");
+    }
+
+    #[test]
+    fn a_filesystem_whose_space_is_unknown_has_no_size_series() {
+        let mut s = SnapshotBuilder::new().build();
+        if let Gathered::Available(o) = &mut s.os
+            && let Gathered::Available(fs) = &mut o.storage
+        {
+            let mut unread = fs[0].clone();
+            unread.roles = vec!["tmpdir".into()];
+            unread.mount_point = Some("/srv/tmp".into());
+            unread.total_bytes = 0;
+            unread.available_bytes = 0;
+            unread.space_unread = Some("/srv/tmp: permission denied".into());
+            fs.push(unread);
+        }
+        let text = encode(&s, SystemTime::UNIX_EPOCH, Duration::ZERO, 1);
+        let series = |role: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("powerdiag_filesystem_") && l.contains(role))
+                .count()
+        };
+        // datadir's size and free space; nothing for the unread tmpdir (0 would read as full).
+        assert_eq!(series("role=\"datadir\""), 2, "{text}");
+        assert_eq!(series("role=\"tmpdir\""), 0, "{text}");
     }
 
     #[test]

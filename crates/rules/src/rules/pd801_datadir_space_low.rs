@@ -60,9 +60,20 @@ impl Rule for DatadirSpaceLow {
         }
         let mut evidence = Vec::new();
         let mut low = Vec::new();
+        // A directory whose size is unknown is never "enough free": it keeps the verdict from
+        // passing, though another directory's low space still fails.
+        let mut unread = Vec::new();
         for f in filesystems {
+            if let Some(why) = &f.space_unread {
+                unread.push(format!("{} ({}): {why}", f.roles.join(", "), f.path));
+                continue;
+            }
             if f.total_bytes == 0 {
-                evidence.push(format!("{}: size 0 (not a real filesystem?)", f.path));
+                unread.push(format!(
+                    "{} ({}): the filesystem reports a size of 0",
+                    f.roles.join(", "),
+                    f.path
+                ));
                 continue;
             }
             let free = f.available_bytes as f64 / f.total_bytes as f64;
@@ -93,15 +104,20 @@ impl Rule for DatadirSpaceLow {
                 ));
             }
         }
-        let mut v = if low.is_empty() {
+        let mut v = if !low.is_empty() {
+            Verdict::fail(low.join("; "))
+        } else if !unread.is_empty() {
+            Verdict::insufficient(format!("free space unknown for {}", unread.join("; ")))
+        } else {
             Verdict::pass(format!(
                 "every filesystem of the server has at least {} free",
                 pct(limits.get(&MIN_FREE))
             ))
-        } else {
-            Verdict::fail(low.join("; "))
         };
-        for e in evidence {
+        for e in evidence
+            .into_iter()
+            .chain(unread.into_iter().map(|u| format!("unknown: {u}")))
+        {
             v = v.with_evidence(e);
         }
         Ok(v)
@@ -138,6 +154,49 @@ mod tests {
                 .starts_with("datadir and innodb_log_group_home_dir have 3 MiB free"),
             "{}",
             v.summary
+        );
+    }
+
+    #[test]
+    fn a_directory_whose_space_is_unknown_never_passes() {
+        let with = |available: u64, unread: &str| {
+            let s = SnapshotBuilder::new()
+                .os(|o| {
+                    if let Gathered::Available(fs) = &mut o.storage {
+                        fs[0].available_bytes = available;
+                        fs[0].total_bytes = 100 << 20;
+                        let mut other = fs[0].clone();
+                        other.roles = vec!["tmpdir".into()];
+                        other.path = "/srv/tmp".into();
+                        other.total_bytes = 0;
+                        other.available_bytes = 0;
+                        if !unread.is_empty() {
+                            other.space_unread = Some(unread.into());
+                        }
+                        fs.push(other);
+                    }
+                })
+                .build();
+            verdict(&DatadirSpaceLow, &s)
+        };
+        let v = with(50 << 20, "/srv/tmp: permission denied");
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(
+            v.summary
+                .contains("tmpdir (/srv/tmp): /srv/tmp: permission denied"),
+            "{}",
+            v.summary
+        );
+        // A size of 0 is not a filesystem with room to spare.
+        let v = with(50 << 20, "");
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("size of 0"), "{}", v.summary);
+        // What is known to be low still fails.
+        let v = with(2 << 20, "/srv/tmp: permission denied");
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(
+            v.evidence.iter().any(|e| e.starts_with("unknown: tmpdir")),
+            "{v:?}"
         );
     }
 

@@ -69,32 +69,40 @@ impl Collector for Storage {
                 Some(root) => root.join(path.trim_start_matches('/')),
                 None => ctx.roots.root(path),
             };
+            // One directory that cannot be read (removed, no permission) costs only its own
+            // entry: the others are still judged, and the rules say which one is unknown.
             let vfs = rustix::fs::statvfs(&on_host).map_err(|e| {
                 CollectError::io(
                     &on_host,
                     &std::io::Error::from_raw_os_error(e.raw_os_error()),
                 )
-            })?;
+            });
             let mount = mount_of(&mounts, Path::new(path));
-            let key = mount
-                .map(|m| m.mount_point.display().to_string())
-                .unwrap_or_else(|| path.clone());
+            let key = match (&vfs, mount) {
+                (Ok(_), Some(m)) => m.mount_point.display().to_string(),
+                _ => path.clone(),
+            };
             let fs = by_mount.entry(key).or_insert_with(|| {
-                let frsize = if vfs.f_frsize > 0 {
-                    vfs.f_frsize
-                } else {
-                    vfs.f_bsize
-                };
                 let mut fs = Filesystem {
                     roles: Vec::new(),
                     path: path.clone(),
                     mount_point: mount.map(|m| m.mount_point.display().to_string()),
                     fs_type: mount.map(|m| m.fs_type.clone()),
                     device: None,
-                    total_bytes: vfs.f_blocks.saturating_mul(frsize),
-                    available_bytes: vfs.f_bavail.saturating_mul(frsize),
                     ..Default::default()
                 };
+                match &vfs {
+                    Ok(vfs) => {
+                        let frsize = if vfs.f_frsize > 0 {
+                            vfs.f_frsize
+                        } else {
+                            vfs.f_bsize
+                        };
+                        fs.total_bytes = vfs.f_blocks.saturating_mul(frsize);
+                        fs.available_bytes = vfs.f_bavail.saturating_mul(frsize);
+                    }
+                    Err(e) => fs.space_unread = Some(e.to_string()),
+                }
                 let majmin = mount.map(|m| m.majmin.clone());
                 match (&majmin, &baseline, &now) {
                     (Some(mm), _, _) if mm.starts_with("0:") => {
