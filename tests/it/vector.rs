@@ -45,15 +45,18 @@ pub(crate) async fn prepare(server: &Server) {
         .query_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='powerdiag_it' AND TABLE_NAME='docs'")
         .await
         .unwrap();
-    let existing: u64 = if count == Some(1) {
-        c.query_first("SELECT COUNT(*) FROM powerdiag_it.docs")
+    // Rows are loaded in id order (1..=ROWS), so the highest id says whether the load completed. Not
+    // COUNT(*): that reads every row, and doctor rightly flags it (PD703) on a server with
+    // little other statement time.
+    let last_id: Option<u64> = if count == Some(1) {
+        c.query_first("SELECT MAX(id) FROM powerdiag_it.docs")
             .await
             .unwrap()
-            .unwrap_or(0)
+            .flatten()
     } else {
-        0
+        None
     };
-    if existing != ROWS as u64 {
+    if last_id != Some(ROWS as u64) {
         c.query_drop("DROP TABLE IF EXISTS powerdiag_it.docs")
             .await
             .unwrap();

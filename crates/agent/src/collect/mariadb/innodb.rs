@@ -13,7 +13,9 @@ use std::{
 
 use powerdiag_rules::{DbError, Gathered, InnodbSize, OpenTransaction, Transactions};
 
+use super::part::{Ctx, Part, PartFuture};
 use super::session::{Session, TextRow, tcol, tcol_u64, text_rows};
+use crate::collect::CollectError;
 
 /// Pages × page size per kind of index, the table count and the oldest statistics' age.
 /// `innodb_page_size` is the server's own, so the product is done in SQL.
@@ -158,6 +160,47 @@ impl InnodbCache {
         if let Ok(mut guard) = self.last.lock() {
             *guard = Some((Instant::now(), size.clone(), trx.clone()));
         }
+    }
+}
+
+/// The `mariadb_innodb` collector: the InnoDB size and the open transactions (one statement
+/// each), or the agent's recent ones (no run then).
+pub(super) struct Innodb;
+
+impl Part for Innodb {
+    fn name(&self) -> &'static str {
+        "mariadb_innodb"
+    }
+
+    fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
+        Box::pin(async move {
+            let cache = ctx.opts.innodb_cache.as_ref();
+            if let Some((size, trx)) = cache.and_then(InnodbCache::fresh) {
+                ctx.facts.innodb_size = size;
+                ctx.facts.transactions = trx;
+                return Err(CollectError::skipped("InnoDB facts served from the cache"));
+            }
+            let size = read_size(ctx.s).await;
+            let trx = read_transactions(ctx.s).await;
+            // An empty statistics table is a fact; a statement that failed is a failed
+            // collector.
+            let failed: Vec<&str> = [size.as_ref().err(), trx.as_ref().err()]
+                .into_iter()
+                .flatten()
+                .filter(|w| w.starts_with("reading "))
+                .collect();
+            let result = if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(CollectError::Other(failed.join("; ")))
+            };
+            if let Some(cache) = cache {
+                cache.store(&size, &trx);
+            }
+            ctx.facts.innodb_size = size;
+            ctx.facts.transactions = trx;
+            result
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 //! snapshot `Unavailable` with the reason and never stops the others.
 
 mod innodb;
+mod part;
 mod probe;
 mod server;
 mod session;
@@ -19,7 +20,7 @@ use std::{
 
 use powerdiag_rules::{
     CollectorRun, ConnectAttempt, DbError, DbErrorKind, Gathered, MariadbFacts, MariadbSection,
-    Probe, ServerVersion, Var,
+    ServerVersion, Var,
 };
 
 pub use innodb::InnodbCache;
@@ -345,13 +346,17 @@ async fn finish(
     out.section.target = Some(candidate.display());
     out.section.reachable = true;
     out.runs.push(run("mariadb", started, None));
-    // Before the probe, so its k-NN queries are not in doctor's read.
-    collect_statements(&mut s, &mut facts, opts, &mut out.runs).await;
-    collect_innodb(&mut s, &mut facts, opts, &mut out.runs).await;
+    let mut ctx = part::Ctx {
+        s: &mut s,
+        facts: &mut facts,
+        opts,
+        observer,
+    };
+    part::run(part::BEFORE_WINDOW, &mut ctx, &mut out.runs).await;
     // The OS window starts with the status window, so both cover the same time.
-    on_connected(Some(&facts));
-    status_window(&mut s, &mut facts, &opts.status_window).await;
-    collect_vectors(&mut s, &mut facts, opts, observer, &mut out.runs).await;
+    on_connected(Some(ctx.facts));
+    status_window(ctx.s, ctx.facts, &opts.status_window).await;
+    part::run(part::AFTER_WINDOW, &mut ctx, &mut out.runs).await;
     out.section.facts = Some(facts);
     out.statements = s.statements;
     match &opts.reuse {
@@ -491,9 +496,7 @@ async fn server_facts(
         variables,
         status,
         vector_indexes: Gathered::Available(Vec::new()),
-        probe: Gathered::Unavailable(
-            "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)".into(),
-        ),
+        probe: Gathered::Unavailable(probe::DISABLED.into()),
         statements: Gathered::Unavailable("statement digests were not read".into()),
         status_window: Gathered::Unavailable("no sample window".into()),
         innodb_size: Gathered::Unavailable("not read".into()),
@@ -563,142 +566,6 @@ async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusW
     };
 }
 
-/// The InnoDB size and the open transactions (one statement each), or the agent's recent ones.
-async fn collect_innodb(
-    s: &mut Session,
-    facts: &mut MariadbFacts,
-    opts: &MariadbOptions,
-    runs: &mut Vec<CollectorRun>,
-) {
-    if let Some((size, trx)) = opts.innodb_cache.as_ref().and_then(InnodbCache::fresh) {
-        facts.innodb_size = size;
-        facts.transactions = trx;
-        return;
-    }
-    let started = Instant::now();
-    let size = innodb::read_size(s).await;
-    let trx = innodb::read_transactions(s).await;
-    // An empty statistics table is a fact; a statement that failed is a failed collector.
-    let failed: Vec<&str> = [size.as_ref().err(), trx.as_ref().err()]
-        .into_iter()
-        .flatten()
-        .filter(|w| w.starts_with("reading "))
-        .collect();
-    runs.push(run(
-        "mariadb_innodb",
-        started,
-        (!failed.is_empty()).then(|| failed.join("; ")).as_deref(),
-    ));
-    if let Some(cache) = &opts.innodb_cache {
-        cache.store(&size, &trx);
-    }
-    facts.innodb_size = size;
-    facts.transactions = trx;
-}
-
 fn s_timeout_secs(s: &Session) -> f64 {
     s.timeout().as_secs_f64().max(1.0)
-}
-
-async fn collect_statements(
-    s: &mut Session,
-    facts: &mut MariadbFacts,
-    opts: &MariadbOptions,
-    runs: &mut Vec<CollectorRun>,
-) {
-    let Some(sopts) = &opts.statements else {
-        facts.statements = Gathered::Unavailable(
-            "statement digests not read (doctor --statements 0, or the agent's [statements] enabled = false)".into(),
-        );
-        return;
-    };
-    let started = Instant::now();
-    let result = statements::collect(s, facts, sopts).await;
-    // performance_schema OFF is a fact about the server, not a failed collector.
-    let failed = match &result {
-        Err(u) if u.failed => Some(u.why.as_str()),
-        _ => None,
-    };
-    runs.push(run("mariadb_statements", started, failed));
-    facts.statements = match result {
-        Ok(st) => Gathered::Available(st),
-        Err(u) => Gathered::Unavailable(u.why),
-    };
-}
-
-async fn collect_vectors(
-    s: &mut Session,
-    facts: &mut MariadbFacts,
-    opts: &MariadbOptions,
-    observer: &dyn ProbeObserver,
-    runs: &mut Vec<CollectorRun>,
-) {
-    if !facts.version.has_vector_indexes() {
-        facts.probe = match opts.probe {
-            Some(_) => Gathered::Available(Probe::default()),
-            None => Gathered::Unavailable(
-                "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)"
-                    .into(),
-            ),
-        };
-        return;
-    }
-    let started = Instant::now();
-    let page = facts
-        .variables
-        .get(Var::InnodbPageSize.name())
-        .and_then(|p| p.parse().ok());
-    let cached = opts.vector_cache.as_ref().and_then(VectorCache::fresh);
-    let discovered = match cached {
-        Some(v) => Ok(vector::Discovery {
-            indexes: v,
-            notes: Vec::new(),
-        }),
-        None => vector::discover(s, page).await,
-    };
-    if let (Ok(d), Some(cache)) = (&discovered, &opts.vector_cache) {
-        cache.store(&d.indexes);
-    }
-    let indexes = match discovered {
-        Ok(d) => {
-            runs.push(run("mariadb_vector_indexes", started, None));
-            facts.notes.extend(d.notes);
-            d.indexes
-        }
-        Err(e) => {
-            runs.push(run("mariadb_vector_indexes", started, Some(&e.message)));
-            let why = if e.hint.is_empty() {
-                e.message
-            } else {
-                format!("{}; fix: {}", e.message, e.hint)
-            };
-            facts.vector_indexes = Gathered::Unavailable(why);
-            facts.probe = Gathered::Unavailable("vector indexes could not be listed".into());
-            return;
-        }
-    };
-    facts.vector_indexes = Gathered::Available(indexes.clone());
-    let Some(popts) = &opts.probe else { return };
-    if indexes.is_empty() {
-        facts.probe = Gathered::Available(Probe::default());
-        return;
-    }
-    let started = Instant::now();
-    match probe::run(s, &indexes, popts, observer).await {
-        Ok(p) => {
-            let failed: Vec<&str> = p
-                .indexes
-                .iter()
-                .filter_map(|i| i.error.as_deref())
-                .collect();
-            let err =
-                (!failed.is_empty() && failed.len() == p.indexes.len()).then(|| failed.join("; "));
-            runs.push(run("mariadb_probe", started, err.as_deref()));
-            facts.probe = Gathered::Available(p);
-        }
-        Err(e) => {
-            runs.push(run("mariadb_probe", started, Some(&e.message)));
-            facts.probe = Gathered::Unavailable(e.message);
-        }
-    }
 }

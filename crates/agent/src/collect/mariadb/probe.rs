@@ -22,7 +22,9 @@ use powerdiag_rules::{
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 
+use super::part::{Ctx, Part, PartFuture};
 use super::session::{Session, col, col_secs_us, col_u64, ident, sql_str};
+use crate::collect::CollectError;
 
 /// Probe limits.
 #[derive(Debug, Clone)]
@@ -387,6 +389,61 @@ async fn profile(
         Err(e) => (Gathered::Unavailable(e.message), Vec::new()),
     }
 }
+
+/// The `mariadb_probe` collector: k-NN queries on the vector indexes found. Reports no run
+/// when disabled or when there is nothing to probe; fails when every index's probe failed.
+pub(super) struct ProbePart;
+
+impl Part for ProbePart {
+    fn name(&self) -> &'static str {
+        "mariadb_probe"
+    }
+
+    fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
+        Box::pin(async move {
+            let indexes = match &ctx.facts.vector_indexes {
+                Gathered::Unavailable(_) => {
+                    ctx.facts.probe =
+                        Gathered::Unavailable("vector indexes could not be listed".into());
+                    return Err(CollectError::skipped("no vector index list"));
+                }
+                Gathered::Available(i) => i.clone(),
+            };
+            let Some(popts) = &ctx.opts.probe else {
+                ctx.facts.probe = Gathered::Unavailable(DISABLED.into());
+                return Err(CollectError::skipped("probing disabled"));
+            };
+            if indexes.is_empty() {
+                ctx.facts.probe = Gathered::Available(powerdiag_rules::Probe::default());
+                return Err(CollectError::skipped("no vector index to probe"));
+            }
+            match run(ctx.s, &indexes, popts, ctx.observer).await {
+                Ok(p) => {
+                    let failed: Vec<&str> = p
+                        .indexes
+                        .iter()
+                        .filter_map(|i| i.error.as_deref())
+                        .collect();
+                    let result = if !failed.is_empty() && failed.len() == p.indexes.len() {
+                        Err(CollectError::Other(failed.join("; ")))
+                    } else {
+                        Ok(())
+                    };
+                    ctx.facts.probe = Gathered::Available(p);
+                    result
+                }
+                Err(e) => {
+                    ctx.facts.probe = Gathered::Unavailable(e.message.clone());
+                    Err(CollectError::Other(e.message))
+                }
+            }
+        })
+    }
+}
+
+/// The probe's piece when it is off.
+pub(super) const DISABLED: &str =
+    "probing disabled (doctor --no-probe, or the agent's [probe] enabled = false)";
 
 #[cfg(test)]
 mod tests {

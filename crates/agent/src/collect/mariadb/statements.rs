@@ -35,7 +35,9 @@ use powerdiag_rules::{
     Statements, StatusVar, Var,
 };
 
+use super::part::{Ctx, Part, PartFuture};
 use super::session::{Session, TextRow, tcol, tcol_u64, text_rows};
+use crate::collect::CollectError;
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -582,6 +584,41 @@ pub(crate) async fn collect(
         why: FIRST_INTERVAL.into(),
         failed: false,
     })
+}
+
+/// The `mariadb_statements` collector: the digest table (performance_schema OFF is a fact, not
+/// a failure).
+pub(super) struct StatementsPart;
+
+impl Part for StatementsPart {
+    fn name(&self) -> &'static str {
+        "mariadb_statements"
+    }
+
+    fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
+        Box::pin(async move {
+            let Some(sopts) = &ctx.opts.statements else {
+                ctx.facts.statements = powerdiag_rules::Gathered::Unavailable(
+                    "statement digests not read (doctor --statements 0, or the agent's [statements] enabled = false)".into(),
+                );
+                return Err(CollectError::skipped("statement digests disabled"));
+            };
+            match collect(ctx.s, ctx.facts, sopts).await {
+                Ok(st) => {
+                    ctx.facts.statements = powerdiag_rules::Gathered::Available(st);
+                    Ok(())
+                }
+                Err(u) => {
+                    ctx.facts.statements = powerdiag_rules::Gathered::Unavailable(u.why.clone());
+                    if u.failed {
+                        Err(CollectError::Other(u.why))
+                    } else {
+                        Ok(())
+                    }
+                }
+            }
+        })
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use powerdiag_rules::{DbError, DbErrorKind, VectorIndex};
+use powerdiag_rules::{DbError, DbErrorKind, Gathered, Var, VectorIndex};
 
 use super::session::{Session, TextRow, col, col_u64, ident, sql_str, tcol, tcol_u64, text_rows};
+use super::{
+    VectorCache,
+    part::{Ctx, Part, PartFuture},
+};
+use crate::collect::CollectError;
 
 /// Most vector indexes described in detail.
 pub(crate) const MAX_INDEXES: usize = 64;
@@ -421,6 +426,58 @@ pub(crate) fn parse_index_options(ddl: &str, index: &str) -> (Option<u32>, Optio
         }
     }
     (m, distance)
+}
+
+/// The `mariadb_vector_indexes` collector: discovery, or the agent's recent list. A server
+/// without vector indexes (before 11.7) reports no run.
+pub(super) struct VectorIndexes;
+
+impl Part for VectorIndexes {
+    fn name(&self) -> &'static str {
+        "mariadb_vector_indexes"
+    }
+
+    fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
+        Box::pin(async move {
+            if !ctx.facts.version.has_vector_indexes() {
+                return Err(CollectError::skipped(
+                    "this server version has no vector indexes",
+                ));
+            }
+            let page = ctx
+                .facts
+                .variables
+                .get(Var::InnodbPageSize.name())
+                .and_then(|p| p.parse().ok());
+            let cache = ctx.opts.vector_cache.as_ref();
+            let discovered = match cache.and_then(VectorCache::fresh) {
+                Some(indexes) => Ok(Discovery {
+                    indexes,
+                    notes: Vec::new(),
+                }),
+                None => discover(ctx.s, page).await,
+            };
+            match discovered {
+                Ok(d) => {
+                    if let Some(cache) = cache {
+                        cache.store(&d.indexes);
+                    }
+                    ctx.facts.notes.extend(d.notes);
+                    ctx.facts.vector_indexes = Gathered::Available(d.indexes);
+                    Ok(())
+                }
+                Err(e) => {
+                    let why = if e.hint.is_empty() {
+                        e.message.clone()
+                    } else {
+                        format!("{}; fix: {}", e.message, e.hint)
+                    };
+                    ctx.facts.vector_indexes = Gathered::Unavailable(why);
+                    Err(CollectError::Other(e.message))
+                }
+            }
+        })
+    }
 }
 
 #[cfg(test)]
