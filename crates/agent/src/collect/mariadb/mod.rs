@@ -4,12 +4,14 @@
 //! snapshot `Unavailable` with the reason and never stops the others.
 
 mod innodb;
+mod option_file;
 mod probe;
 mod server;
 mod session;
 mod statements;
 mod status_window;
 pub mod target;
+mod tls;
 mod vector;
 
 use std::{
