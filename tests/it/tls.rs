@@ -306,3 +306,44 @@ fn require_x509_account_needs_the_client_certificate() {
         .arg(&cnf));
     reachable(&r);
 }
+
+/// Needs no server: the agent checks the TLS files before it binds, and logs the defaults
+/// file's permission warning.
+#[test]
+fn the_agent_checks_tls_files_before_binding_and_logs_the_permission_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let cnf = dir.path().join("my.cnf");
+    std::fs::write(
+        &cnf,
+        "[client]\nuser=mon\npassword=agent-tls-secret\nhost=127.0.0.1\nport=1\nssl-ca=/nonexistent/ca.pem\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cnf, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let port = crate::agent::free_port();
+    let r = run(powerdiag()
+        .args([
+            "agent",
+            "--web.listen-address",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .arg("--mariadb.defaults-file")
+        .arg(&cnf));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("ssl-ca /nonexistent/ca.pem: cannot read it: No such file"),
+        "{}",
+        r.stderr
+    );
+    let warn = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("holds a password"))
+        .unwrap_or_else(|| panic!("no permission warning:\n{}", r.stderr));
+    assert!(
+        warn.contains("level=warn") && warn.contains("(mode 0644); chmod 600 it"),
+        "{warn}"
+    );
+    assert!(!r.stderr.contains("agent-tls-secret"), "{}", r.stderr);
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+}

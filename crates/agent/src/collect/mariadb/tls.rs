@@ -259,6 +259,12 @@ impl Tls {
         Ok(opts)
     }
 
+    /// Reads and checks the files now (the agent, before it binds): the error names the option
+    /// and the file.
+    pub fn check_files(&self) -> Result<(), String> {
+        self.ssl_opts().map(drop).map_err(|e| e.to_string())
+    }
+
     /// True when the server's certificate is checked.
     pub fn verifies(&self) -> bool {
         self.mode.verifies()
