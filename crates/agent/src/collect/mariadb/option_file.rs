@@ -107,6 +107,16 @@ impl Reader {
         }
     }
 
+    /// What a warning about a file starts with: nothing for the file named, the source for an
+    /// included one (`--mariadb.defaults-file /etc/powerdiag/my.cnf: /etc/.../x.cnf ...`).
+    fn prefix(&self, from: Option<(&Path, usize)>) -> String {
+        match from {
+            Some(_) => format!("{}: ", self.source_name),
+            None if self.source_name.starts_with("--") => "--mariadb.defaults-file ".to_owned(),
+            None => String::new(),
+        }
+    }
+
     fn err(&self, message: impl Into<String>) -> TargetError {
         TargetError::Invalid {
             source_name: self.source_name.clone(),
@@ -189,8 +199,8 @@ impl Reader {
         if mode & 0o002 != 0 {
             // As the mariadb client: anyone could have written it.
             self.warnings.push(format!(
-                "{}: {} is world-writable (mode {:04o}) and is ignored, as the mariadb client does; chmod o-w it",
-                self.source_name,
+                "{}{} is world-writable (mode {:04o}) and is ignored, as the mariadb client does; chmod o-w it",
+                self.prefix(from),
                 path.display(),
                 mode & 0o7777
             ));
@@ -206,8 +216,8 @@ impl Reader {
         r?;
         if self.password_lines > had_password && mode & 0o044 != 0 {
             self.warnings.push(format!(
-                "{}: {} holds a password and is readable by {} (mode {:04o}); chmod 600 it",
-                self.source_name,
+                "{}{} holds a password and is readable by {} (mode {:04o}); chmod 600 it",
+                self.prefix(from),
                 path.display(),
                 match (mode & 0o040 != 0, mode & 0o004 != 0) {
                     (true, true) => "its group and others",
