@@ -347,3 +347,29 @@ fn the_agent_checks_tls_files_before_binding_and_logs_the_permission_warning() {
     assert!(!r.stderr.contains("agent-tls-secret"), "{}", r.stderr);
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
 }
+
+/// m1011 runs without TLS (`have_ssl` DISABLED): asking for TLS is an error that says so;
+/// `ssl-mode=PREFERRED` connects in clear.
+#[test]
+fn a_server_without_tls() {
+    let server = Server::m1011();
+    let root = server.root_url();
+    let r = doctor_json(&format!("{root}?ssl=1"), &["--no-probe"]);
+    let m = mariadb(&r);
+    assert_eq!(m["reachable"], false, "{m:#}");
+    assert_eq!(m["error"]["kind"], "tls", "{m:#}");
+    let message = m["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the server does not offer TLS (have_ssl is not YES), but TLS is asked for in POWERDIAG_MARIADB_URL"),
+        "{message}"
+    );
+    assert!(
+        m["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("ssl_cert and ssl_key"),
+        "{m:#}"
+    );
+    let r = doctor_json(&format!("{root}?ssl-mode=PREFERRED"), &["--no-probe"]);
+    assert_eq!(mariadb(&r)["reachable"], true, "{}", r.stdout);
+}
