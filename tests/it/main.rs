@@ -36,4 +36,5 @@ mod stability;
 mod statements;
 mod storage;
 mod support;
+mod tls;
 mod vector;

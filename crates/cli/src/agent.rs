@@ -18,6 +18,14 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
         args.connection.mariadb_defaults_file.as_deref(),
     )?;
     let candidates = target::plan(&request)?;
+    // TLS files are checked before the agent binds, as the web configuration's are; doctor
+    // reports the same error as the MariaDB part of its report.
+    for c in &candidates {
+        if let (Some(tls), target::Endpoint::Tcp { .. }) = (&c.tls, &c.endpoint) {
+            tls.check_files()
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.source))?;
+        }
+    }
     let opts = AgentOptions {
         listen_address: args.listen_address.clone(),
         telemetry_path: args.telemetry_path.clone(),

@@ -237,8 +237,12 @@ pub(crate) struct DoctorArgs {
 /// Where MariaDB is: shared by `doctor`, `collect` and `agent`.
 #[derive(Debug, Args)]
 pub(crate) struct ConnectionArgs {
-    /// MariaDB to check: mysql://USER[:PASSWORD]@HOST[:PORT]/ (or ?socket=/path). Prefer the
-    /// environment variable or a defaults file for the password: argv is visible to every user
+    /// MariaDB to check: mysql://USER[:PASSWORD]@HOST[:PORT]/ (or ?socket=/path). TLS with
+    /// ?ssl-ca=FILE (verifies the server's certificate and host name), &ssl-cert=FILE&ssl-key=FILE
+    /// (client certificate), &ssl-verify-server-cert=0 (encrypt without verifying), ssl=1,
+    /// ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY, or mysql_async's
+    /// require_ssl, verify_ca, verify_identity. Prefer the environment variable or a defaults file
+    /// for the password: argv is visible to every user
     #[arg(
         long = "mariadb.url",
         env = "POWERDIAG_MARIADB_URL",
@@ -247,9 +251,11 @@ pub(crate) struct ConnectionArgs {
     )]
     pub(crate) mariadb_url: Option<String>,
 
-    /// my.cnf whose [client] section gives user, password, host, port or socket (as
-    /// mysqld_exporter's --config.my-cnf). Without --mariadb.url and this, powerdiag tries
-    /// ~/.my.cnf, then the usual local sockets, then 127.0.0.1:3306
+    /// my.cnf whose [client] section gives user, password, host, port, socket and TLS (ssl-ca,
+    /// ssl-cert, ssl-key, ssl-verify-server-cert, ssl, ssl-mode), as mysqld_exporter's
+    /// --config.my-cnf; !include FILE and !includedir DIR are read, relative paths from the
+    /// file's own directory. Keep it mode 0600 (a warning otherwise). Without --mariadb.url and
+    /// this, powerdiag tries ~/.my.cnf, then the usual local sockets, then 127.0.0.1:3306
     #[arg(long = "mariadb.defaults-file", value_name = "PATH")]
     pub(crate) mariadb_defaults_file: Option<PathBuf>,
 }

@@ -129,17 +129,20 @@ pub(crate) fn connection_request(
         req.url = Some((name.to_owned(), url.to_owned()));
     }
     if let Some(path) = defaults_file {
-        let text = read_config(path).with_context(|| {
-            format!("--mariadb.defaults-file {}: cannot read it", path.display())
-        })?;
-        req.defaults_file = Some((path.to_owned(), text));
+        // With its !include and !includedir files; errors name the file and line.
+        let file = target::load_defaults_file(path)?;
+        warn(&file.warnings);
+        req.defaults_file = Some(file);
     } else if req.url.is_none()
         && let Some(home) = std::env::var_os("HOME")
     {
         let path = Path::new(&home).join(".my.cnf");
-        // A ~/.my.cnf we cannot read is skipped, not fatal: it was not asked for.
-        if let Ok(text) = read_config(&path) {
-            req.home_my_cnf = Some((path, text));
+        // A ~/.my.cnf we cannot read is skipped, not fatal: it was not asked for. One we can
+        // read is used with its includes, and its errors are reported.
+        if powerdiag_exporter_web::read_regular_file(&path, target::MAX_OPTION_FILE_BYTES).is_ok() {
+            let file = target::load_named(&path, &path.display().to_string())?;
+            warn(&file.warnings);
+            req.home_my_cnf = Some(file);
         }
     }
     req.os_user = std::env::var("USER")
@@ -153,19 +156,19 @@ pub(crate) fn connection_request(
     Ok(req)
 }
 
-/// Largest option file accepted: real ones are a few KiB.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-fn read_config(path: &Path) -> Result<String> {
-    // Regular files only, checked on the opened file; opening never waits on a FIFO.
-    let bytes =
-        powerdiag_exporter_web::read_regular_file(path, MAX_CONFIG_BYTES).map_err(|e| match e {
-            powerdiag_exporter_web::ReadError::TooLarge(_) => {
-                anyhow::anyhow!("larger than 1 MiB; is this really a my.cnf?")
+/// A defaults-file warning (a password file others may read, an ignored file or option): a
+/// logged warning in the agent (logging is set up by then), a line on stderr for the commands.
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        if tracing::dispatcher::has_been_set() {
+            tracing::warn!("{w}");
+        } else {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("powerdiag: warning: {w}");
             }
-            e => anyhow::anyhow!("{e}"),
-        })?;
-    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text"))
+        }
+    }
 }
 
 #[cfg(test)]

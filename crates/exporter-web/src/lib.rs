@@ -35,7 +35,9 @@ pub use config::{
     ClientAuth, Curve, HttpConfig, PemSource, TlsConfig, TlsVersion, WebConfig, WebConfigError,
     load, reload,
 };
-pub use read::{MAX_CONFIG_FILE_BYTES, ReadError, read_regular_file};
+pub use read::{
+    MAX_CONFIG_FILE_BYTES, ReadError, read_regular_file, read_regular_file_with_metadata,
+};
 pub use serve::{ServeOptions, default_max_connections, serve, serve_reloadable, serve_with};
 
 #[cfg(test)]

@@ -89,6 +89,14 @@ fn kind(file_type: &FileType) -> Kind {
 
 /// Reads `path` whole if it is a regular file of at most `max_bytes` bytes.
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    read_regular_file_with_metadata(path, max_bytes).map(|(bytes, _)| bytes)
+}
+
+/// [`read_regular_file`], with the opened file's metadata (its mode, for a permission warning).
+pub fn read_regular_file_with_metadata(
+    path: &Path,
+    max_bytes: u64,
+) -> Result<(Vec<u8>, std::fs::Metadata), ReadError> {
     let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if !meta.file_type().is_file() {
@@ -104,7 +112,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadErr
     if bytes.len() as u64 > max_bytes {
         return Err(ReadError::TooLarge(max_bytes));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 #[cfg(unix)]

@@ -4,6 +4,7 @@
 //! snapshot `Unavailable` with the reason and never stops the others.
 
 mod innodb;
+mod option_file;
 mod part;
 mod probe;
 mod server;
@@ -11,6 +12,7 @@ mod session;
 mod statements;
 mod status_window;
 pub mod target;
+mod tls;
 mod vector;
 
 use std::{

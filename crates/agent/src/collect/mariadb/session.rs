@@ -2,10 +2,16 @@
 
 use std::time::Duration;
 
-use mysql_async::{Conn, OptsBuilder, Row, Value, prelude::Queryable};
+use mysql_async::{Conn, OptsBuilder, Row, SslOpts, Value, prelude::Queryable};
 use powerdiag_rules::{DbError, DbErrorKind};
 
-use super::target::{Candidate, Endpoint};
+use super::{
+    target::{Candidate, Endpoint},
+    tls::{self, SslMode, Tls},
+};
+
+/// How a TLS error says that the server offers no TLS (for ssl-mode=PREFERRED's retry).
+const NO_TLS: &str = "the server does not offer TLS";
 
 /// A connection whose statements each have a deadline. After a timeout the connection is in an
 /// unknown protocol state, so every later statement fails at once instead of waiting again.
@@ -31,6 +37,42 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     pub(crate) async fn connect(c: &Candidate, timeout: Duration) -> Result<Session, DbError> {
+        let target = c.display();
+        // TLS on TCP only: a unix socket is local (and the driver cannot secure one).
+        let tls = match (&c.tls, &c.endpoint) {
+            (Some(tls), Endpoint::Tcp { .. }) => Some(tls),
+            _ => None,
+        };
+        let ssl_opts = match tls.map(Tls::ssl_opts).transpose() {
+            Ok(o) => o,
+            Err(e) => {
+                return Err(DbError {
+                    kind: DbErrorKind::Tls,
+                    message: format!("{target}: {e}"),
+                    hint: format!(
+                        "fix {} in {} (a readable PEM file; README: TLS to MariaDB)",
+                        e.option, c.source
+                    ),
+                });
+            }
+        };
+        let preferred = tls.is_some_and(|t| t.mode == SslMode::Preferred);
+        match Self::connect_with(c, timeout, ssl_opts, &target).await {
+            // ssl-mode=PREFERRED: in clear when the server offers no TLS.
+            Err(e) if preferred && e.kind == DbErrorKind::Tls && e.message.contains(NO_TLS) => {
+                Self::connect_with(c, timeout, None, &target).await
+            }
+            r => r,
+        }
+    }
+
+    async fn connect_with(
+        c: &Candidate,
+        timeout: Duration,
+        ssl_opts: Option<SslOpts>,
+        target: &str,
+    ) -> Result<Session, DbError> {
+        let with_tls = ssl_opts.is_some();
         let mut b = OptsBuilder::default()
             .user(Some(c.user.clone()))
             .pass(c.password.as_ref().map(|p| p.expose().to_owned()))
@@ -41,15 +83,16 @@ impl Session {
             // (`SELECT @@max_allowed_packet, @@wait_timeout`, one statement more per sample).
             // Our statements and rows are far smaller; the server's own limits still apply.
             .max_allowed_packet(Some(64 << 20))
-            .wait_timeout(Some(28_800));
+            .wait_timeout(Some(28_800))
+            .ssl_opts(ssl_opts);
         match &c.endpoint {
             Endpoint::Tcp { host, port } => b = b.ip_or_hostname(host.clone()).tcp_port(*port),
             Endpoint::Socket(path) => b = b.socket(Some(path.to_string_lossy().into_owned())),
         }
-        let target = c.display();
+        let target = target.to_owned();
         let conn = match tokio::time::timeout(timeout, Conn::new(b)).await {
             Ok(Ok(conn)) => conn,
-            Ok(Err(e)) => return Err(classify(&e, &target, c)),
+            Ok(Err(e)) => return Err(classify(&e, &target, c, with_tls)),
             Err(_) => {
                 return Err(DbError {
                     kind: DbErrorKind::Timeout,
@@ -229,8 +272,25 @@ mod code {
     pub(super) const STATEMENT_TIMEOUT: u16 = 1969;
 }
 
-fn classify(e: &mysql_async::Error, target: &str, c: &Candidate) -> DbError {
+fn classify(e: &mysql_async::Error, target: &str, c: &Candidate, with_tls: bool) -> DbError {
     use std::io::ErrorKind as K;
+    if let (Some(err), Some(tls), Endpoint::Tcp { host, .. }) =
+        (tls::rustls_error(e), &c.tls, &c.endpoint)
+    {
+        let (message, hint) = tls::explain_handshake(err, tls, host, &c.source);
+        return DbError {
+            kind: DbErrorKind::Tls,
+            message: format!("{target}: {message}"),
+            hint,
+        };
+    }
+    if let mysql_async::Error::Driver(mysql_async::DriverError::NoClientSslFlagFromServer) = e {
+        return DbError {
+            kind: DbErrorKind::Tls,
+            message: format!("{target}: {NO_TLS} (have_ssl is not YES), but TLS is asked for in {}", c.source),
+            hint: "give the server ssl_cert and ssl_key (and restart it), or remove the ssl options to connect in clear".into(),
+        };
+    }
     if let mysql_async::Error::Io(mysql_async::IoError::Io(io)) = e {
         let text = io.to_string();
         let (kind, message, hint) = match (io.kind(), &c.endpoint) {
@@ -280,6 +340,24 @@ fn classify(e: &mysql_async::Error, target: &str, c: &Candidate) -> DbError {
         && matches!(s.code, code::ACCESS_DENIED | code::DBACCESS_DENIED)
     {
         let with_pw = c.password.is_some();
+        // A REQUIRE SSL / X509 account refused without TLS (or without a client certificate)
+        // gets the same "access denied" as a wrong password: say so.
+        let tls_hint = match (
+            &c.endpoint,
+            with_tls,
+            c.tls.as_ref().and_then(|t| t.identity.as_ref()),
+        ) {
+            (Endpoint::Socket(_), ..) => "",
+            (_, false, _) => {
+                "; if the account requires TLS (REQUIRE SSL or X509 in SHOW CREATE USER), give ssl-ca (and for X509 ssl-cert and ssl-key) in the [client] section of the defaults file or as URL parameters"
+            }
+            (_, true, None) => {
+                "; if the account requires a client certificate (REQUIRE X509 or SUBJECT/ISSUER), give ssl-cert and ssl-key in the defaults file or as URL parameters"
+            }
+            (_, true, Some(_)) => {
+                "; the account may require another client certificate (REQUIRE SUBJECT/ISSUER)"
+            }
+        };
         return DbError {
             kind: DbErrorKind::AccessDenied,
             message: format!(
@@ -292,9 +370,13 @@ fn classify(e: &mysql_async::Error, target: &str, c: &Candidate) -> DbError {
                 }
             ),
             hint: if with_pw {
-                "check the user and password (in POWERDIAG_MARIADB_URL or the [client] section of --mariadb.defaults-file) and that the account may connect from this host".into()
+                format!(
+                    "check the user and password (in POWERDIAG_MARIADB_URL or the [client] section of --mariadb.defaults-file) and that the account may connect from this host{tls_hint}"
+                )
             } else {
-                "give a password in the [client] section of a defaults file (--mariadb.defaults-file, mode 0600) or in POWERDIAG_MARIADB_URL".into()
+                format!(
+                    "give a password in the [client] section of a defaults file (--mariadb.defaults-file, mode 0600) or in POWERDIAG_MARIADB_URL{tls_hint}"
+                )
             },
         };
     }

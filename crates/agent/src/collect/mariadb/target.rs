@@ -1,7 +1,14 @@
 //! Where to connect: `--mariadb.url`, `POWERDIAG_MARIADB_URL`, `--mariadb.defaults-file`, or the
-//! usual local defaults. Pure: reading files is the caller's job, so every path is testable.
+//! usual local defaults. Pure: reading files is the caller's job (`option_file.rs` reads the
+//! defaults file), so every path is testable.
 
 use std::{fmt, path::PathBuf};
+
+pub use super::option_file::{
+    DefaultsFile, MAX_INCLUDE_DEPTH, MAX_OPTION_FILE_BYTES, load_defaults_file, load_named,
+};
+use super::tls::parse_bool;
+pub use super::tls::{SslMode, Tls, TlsSwitches};
 
 /// A password that never shows up in `Debug`, `Display` or a snapshot.
 #[derive(Clone, PartialEq, Eq)]
@@ -30,6 +37,8 @@ pub struct ClientSettings {
     pub host: Option<String>,
     pub port: Option<u16>,
     pub socket: Option<PathBuf>,
+    /// `ssl`, `ssl-ca`, `ssl-cert`, `ssl-key`, `ssl-verify-server-cert`, `ssl-mode`.
+    pub tls: TlsSwitches,
 }
 
 impl ClientSettings {
@@ -40,6 +49,7 @@ impl ClientSettings {
         self.host = other.host.or(self.host.take());
         self.port = other.port.or(self.port.take());
         self.socket = other.socket.or(self.socket.take());
+        self.tls.overlay(other.tls);
     }
 }
 
@@ -51,6 +61,8 @@ pub struct Candidate {
     pub endpoint: Endpoint,
     /// Where these settings came from, for error messages.
     pub source: String,
+    /// TLS for a TCP endpoint (never used on a unix socket).
+    pub tls: Option<Tls>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,9 +125,16 @@ pub const DEFAULT_SOCKETS: &[&str] = &[
     "/tmp/mysql.sock",
 ];
 
+/// The URL parameters [`parse_url`] takes (`_` and `-` are the same, as in a my.cnf).
+pub const URL_PARAMETERS: &str = "socket, ssl, ssl-ca, ssl-cert, ssl-key, ssl-verify-server-cert, ssl-mode, require_ssl, verify_ca, verify_identity";
+
 /// Parses `mysql://user[:password]@host[:port][/][?socket=/path]` (also `mariadb://`).
 /// Percent-encoded user and password are decoded. The error never repeats the URL, which may
 /// hold a password.
+///
+/// TLS parameters: the my.cnf names (`ssl`, `ssl-ca`, `ssl-cert`, `ssl-key`,
+/// `ssl-verify-server-cert`, `ssl-mode`) and mysql_async's (`require_ssl`, `verify_ca`,
+/// `verify_identity`), e.g. `?ssl-ca=/etc/powerdiag/ca.pem`.
 pub fn parse_url(raw: &str, source_name: &str) -> Result<ClientSettings, TargetError> {
     let url = url::Url::parse(raw.trim()).map_err(|e| {
         invalid(
@@ -155,15 +174,49 @@ pub fn parse_url(raw: &str, source_name: &str) -> Result<ClientSettings, TargetE
     }
     s.port = url.port();
     for (k, v) in url.query_pairs() {
-        match k.as_ref() {
-            "socket" => s.socket = Some(PathBuf::from(v.as_ref())),
-            other => {
+        let key = k.replace('_', "-").to_ascii_lowercase();
+        let flag = |name: &str| {
+            parse_bool(Some(v.as_ref())).ok_or_else(|| {
+                invalid(
+                    source_name,
+                    format!("URL parameter {name}={v:?} is not a boolean (true/false, 1/0)"),
+                )
+            })
+        };
+        let path = || PathBuf::from(v.as_ref());
+        match key.as_str() {
+            "socket" => s.socket = Some(path()),
+            "ssl" | "require-ssl" => s.tls.ssl = Some(flag(&k)?),
+            "ssl-verify-server-cert" | "verify-ca" => s.tls.verify_server_cert = Some(flag(&k)?),
+            "verify-identity" => s.tls.verify_identity = Some(flag(&k)?),
+            "ssl-mode" => {
+                s.tls.mode = Some(SslMode::parse(&v).ok_or_else(|| {
+                    invalid(
+                        source_name,
+                        format!("URL parameter ssl-mode={v:?} is not DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"),
+                    )
+                })?)
+            }
+            "ssl-ca" => s.tls.ca = Some(path()),
+            "ssl-cert" => s.tls.cert = Some(path()),
+            "ssl-key" => s.tls.key = Some(path()),
+            _ => {
                 return Err(invalid(
                     source_name,
-                    format!("unknown URL parameter {other:?} (supported: socket)"),
+                    format!("unknown URL parameter {k:?} (supported: {URL_PARAMETERS})"),
                 ));
             }
         }
+    }
+    if s.tls.mode.is_some()
+        && (s.tls.ssl.is_some()
+            || s.tls.verify_server_cert.is_some()
+            || s.tls.verify_identity.is_some())
+    {
+        return Err(invalid(
+            source_name,
+            "ssl-mode and ssl/ssl-verify-server-cert/require_ssl/verify_ca/verify_identity say the same thing: give one of them",
+        ));
     }
     if s.host.is_none() && s.socket.is_none() {
         return Err(invalid(
@@ -174,77 +227,10 @@ pub fn parse_url(raw: &str, source_name: &str) -> Result<ClientSettings, TargetE
     Ok(s)
 }
 
-/// Reads the `[client]`, `[client-server]` and `[client-mariadb]` groups of a my.cnf, as the
-/// `mariadb` client does (later groups override earlier ones). Keys: user, password, host,
-/// port, socket. Unknown keys and other groups are ignored.
+/// Parses a my.cnf's text (no `!include`: use [`load_defaults_file`] to read one with its
+/// includes). See `option_file.rs` for the groups and keys.
 pub fn parse_my_cnf(text: &str, source_name: &str) -> Result<ClientSettings, TargetError> {
-    const GROUPS: [&str; 3] = ["client", "client-server", "client-mariadb"];
-    let mut by_group: [ClientSettings; 3] = Default::default();
-    let mut current: Option<usize> = None;
-    for (n, raw_line) in text.lines().enumerate() {
-        let line = raw_line.trim();
-        if line.is_empty()
-            || line.starts_with('#')
-            || line.starts_with(';')
-            || line.starts_with('!')
-        {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix('[') {
-            let Some(name) = rest.strip_suffix(']') else {
-                return Err(invalid(
-                    source_name,
-                    format!("line {}: unterminated group header", n + 1),
-                ));
-            };
-            current = GROUPS
-                .iter()
-                .position(|g| g.eq_ignore_ascii_case(name.trim()));
-            continue;
-        }
-        let Some(group) = current else { continue };
-        let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(unquote(v.trim()))),
-            None => (line, None),
-        };
-        let key = key.replace('_', "-").to_ascii_lowercase();
-        let s = &mut by_group[group];
-        match (key.as_str(), value) {
-            ("user", Some(v)) => s.user = Some(v),
-            ("password", Some(v)) => s.password = Some(Password::new(v)),
-            ("host", Some(v)) => s.host = Some(v),
-            ("port", Some(v)) => {
-                s.port = Some(v.parse().map_err(|_| {
-                    invalid(
-                        source_name,
-                        format!("line {}: port {v:?} is not a number 1-65535", n + 1),
-                    )
-                })?)
-            }
-            ("socket", Some(v)) => s.socket = Some(PathBuf::from(v)),
-            _ => {}
-        }
-    }
-    let mut merged = ClientSettings::default();
-    for s in by_group {
-        merged.overlay(s);
-    }
-    Ok(merged)
-}
-
-fn unquote(v: &str) -> String {
-    // Strip an inline comment only outside quotes.
-    let bytes = v.as_bytes();
-    if let Some(&q) = bytes.first()
-        && (q == b'"' || q == b'\'')
-        && let Some(end) = v[1..].find(q as char)
-    {
-        return v[1..1 + end].to_owned();
-    }
-    match v.find(" #") {
-        Some(i) => v[..i].trim_end().to_owned(),
-        None => v.to_owned(),
-    }
+    DefaultsFile::from_text(std::path::Path::new(source_name), text).map(|f| f.settings)
 }
 
 /// What the user asked for.
@@ -252,10 +238,10 @@ fn unquote(v: &str) -> String {
 pub struct TargetRequest {
     /// `--mariadb.url` or `POWERDIAG_MARIADB_URL`, with the name of where it came from.
     pub url: Option<(String, String)>,
-    /// `--mariadb.defaults-file` path and contents.
-    pub defaults_file: Option<(PathBuf, String)>,
-    /// `~/.my.cnf` path and contents, when it exists (used only without url and defaults file).
-    pub home_my_cnf: Option<(PathBuf, String)>,
+    /// `--mariadb.defaults-file`, read with its includes ([`load_defaults_file`]).
+    pub defaults_file: Option<DefaultsFile>,
+    /// `~/.my.cnf`, when it exists (used only without url and defaults file).
+    pub home_my_cnf: Option<DefaultsFile>,
     /// The OS user name, the default MariaDB user as for the `mariadb` client.
     pub os_user: Option<String>,
     /// Which of [`DEFAULT_SOCKETS`] exist on this machine.
@@ -271,15 +257,13 @@ pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
     let mut settings = ClientSettings::default();
     let source;
     let explicit;
-    if let Some((path, text)) = &req.defaults_file {
-        let name = format!("--mariadb.defaults-file {}", path.display());
-        settings.overlay(parse_my_cnf(text, &name)?);
-        source = name;
+    if let Some(file) = &req.defaults_file {
+        settings.overlay(file.settings.clone());
+        source = format!("--mariadb.defaults-file {}", file.path.display());
         explicit = true;
-    } else if let Some((path, text)) = &req.home_my_cnf {
-        let name = path.display().to_string();
-        settings.overlay(parse_my_cnf(text, &name)?);
-        source = name;
+    } else if let Some(file) = &req.home_my_cnf {
+        settings.overlay(file.settings.clone());
+        source = file.path.display().to_string();
         explicit = false;
     } else {
         source = "local defaults".to_owned();
@@ -297,6 +281,9 @@ pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
         source
     };
     let explicit = explicit || req.url.is_some();
+    // The file's TLS settings and the URL's, merged: e.g. ssl-ca from the file, ssl-mode from
+    // the URL.
+    let tls = settings.tls.resolve().map_err(|m| invalid(&source, m))?;
 
     let user = settings
         .user
@@ -308,6 +295,7 @@ pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
         password: settings.password.clone(),
         endpoint,
         source: source.clone(),
+        tls: tls.clone(),
     };
     let mut out = Vec::new();
     if let Some(sock) = &settings.socket {
@@ -431,10 +419,13 @@ mod tests {
     #[test]
     fn home_my_cnf_supplies_credentials_for_defaults() {
         let req = TargetRequest {
-            home_my_cnf: Some((
-                "/root/.my.cnf".into(),
-                "[client]\nuser=mon\npassword=pw\n".into(),
-            )),
+            home_my_cnf: Some(
+                DefaultsFile::from_text(
+                    "/root/.my.cnf".as_ref(),
+                    "[client]\nuser=mon\npassword=pw\n",
+                )
+                .unwrap(),
+            ),
             os_user: Some("root".into()),
             ..Default::default()
         };
@@ -451,10 +442,13 @@ mod tests {
                 "POWERDIAG_MARIADB_URL".into(),
                 "mysql://mon@10.0.0.5:3310/".into(),
             )),
-            defaults_file: Some((
-                "/etc/pd.cnf".into(),
-                "[client]\npassword=pw\nsocket=/x.sock\n".into(),
-            )),
+            defaults_file: Some(
+                DefaultsFile::from_text(
+                    "/etc/pd.cnf".as_ref(),
+                    "[client]\npassword=pw\nsocket=/x.sock\n",
+                )
+                .unwrap(),
+            ),
             ..Default::default()
         };
         let c = plan(&req).unwrap();
@@ -468,16 +462,80 @@ mod tests {
     #[test]
     fn defaults_file_socket() {
         let req = TargetRequest {
-            defaults_file: Some((
-                "/etc/pd.cnf".into(),
-                "[client]\nuser=mon\nsocket=/s.sock\n".into(),
-            )),
+            defaults_file: Some(
+                DefaultsFile::from_text(
+                    "/etc/pd.cnf".as_ref(),
+                    "[client]\nuser=mon\nsocket=/s.sock\n",
+                )
+                .unwrap(),
+            ),
             ..Default::default()
         };
         let c = plan(&req).unwrap();
         assert_eq!(
             c.iter().map(Candidate::display).collect::<Vec<_>>(),
             ["mon@/s.sock"]
+        );
+    }
+
+    #[test]
+    fn url_tls_parameters_merge_with_the_defaults_file() {
+        let s = parse_url(
+            "mysql://mon@db:3306/?ssl-ca=/etc/pd/ca.pem&ssl_cert=/c.pem&ssl-key=/k.pem",
+            "x",
+        )
+        .unwrap();
+        let t = s.tls.resolve().unwrap().unwrap();
+        assert_eq!(t.mode, SslMode::VerifyIdentity);
+        assert_eq!(t.ca, Some(PathBuf::from("/etc/pd/ca.pem")));
+        assert_eq!(
+            t.identity,
+            Some((PathBuf::from("/c.pem"), PathBuf::from("/k.pem")))
+        );
+        // mysql_async's names.
+        let s = parse_url("mysql://h/?require_ssl=true&verify_identity=false", "x").unwrap();
+        assert_eq!(s.tls.resolve().unwrap().unwrap().mode, SslMode::VerifyCa);
+        let s = parse_url("mysql://h/?require_ssl=true&verify_ca=false", "x").unwrap();
+        assert_eq!(s.tls.resolve().unwrap().unwrap().mode, SslMode::Required);
+        for bad in [
+            "mysql://u:secretpw@h/?ssl=perhaps",
+            "mysql://u:secretpw@h/?ssl-mode=sometimes",
+            "mysql://u:secretpw@h/?ssl-mode=REQUIRED&ssl=1",
+        ] {
+            let e = parse_url(bad, "--mariadb.url").unwrap_err().to_string();
+            assert!(!e.contains("secretpw"), "{e}");
+        }
+        // The file gives the CA; the URL only switches verification off.
+        let c = plan(&TargetRequest {
+            url: Some((
+                "--mariadb.url".into(),
+                "mysql://mon@10.0.0.5/?ssl-verify-server-cert=0".into(),
+            )),
+            defaults_file: Some(
+                DefaultsFile::from_text(
+                    "/etc/pd.cnf".as_ref(),
+                    "[client]
+ssl-ca=ca.pem
+",
+                )
+                .unwrap(),
+            ),
+            ..Default::default()
+        })
+        .unwrap();
+        let t = c[0].tls.as_ref().unwrap();
+        assert_eq!(t.mode, SslMode::Required);
+        assert_eq!(t.ca, Some(PathBuf::from("/etc/ca.pem")));
+        // A half client identity is a plan error naming the source.
+        let e = plan(&TargetRequest {
+            url: Some(("--mariadb.url".into(), "mysql://h/?ssl-cert=/c.pem".into())),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--mariadb.url: ssl-cert is given without ssl-key"),
+            "{e}"
         );
     }
 }
