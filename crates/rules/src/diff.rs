@@ -552,7 +552,7 @@ fn smt(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
 }
 
 fn frequency(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
-    let f = |s: &Snapshot| s.cpu().ok().and_then(|c| c.effective_mhz.or(c.current_mhz));
+    let f = |s: &Snapshot| s.cpu().ok().and_then(|c| c.measured_mhz()).map(|(m, _)| m);
     let text = |s: &Snapshot| {
         let c = s.cpu().ok();
         match (f(s), c.and_then(|c| c.nominal_mhz)) {

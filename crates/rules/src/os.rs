@@ -88,6 +88,10 @@ pub struct CpuFacts {
     pub nominal_source: Option<String>,
     /// Average current frequency (cpufreq `scaling_cur_freq`, or cpuinfo `cpu MHz`).
     pub current_mhz: Option<f64>,
+    /// Where `current_mhz` comes from: `cpufreq scaling_cur_freq` or [`CPUINFO_MHZ`] (not a
+    /// measurement). Absent in snapshots recorded before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_source: Option<String>,
     /// Effective frequency over the window (SPURR/PURR × nominal on POWER).
     pub effective_mhz: Option<f64>,
     pub effective_source: Option<String>,
@@ -96,6 +100,29 @@ pub struct CpuFacts {
     pub governor: Option<String>,
     /// POWER Data Stream Control Register default (`dscr_default`).
     pub dscr_default: Option<u64>,
+}
+
+/// `CpuFacts::current_source` when the current frequency is `/proc/cpuinfo`'s `cpu MHz`
+/// without cpufreq: on x86 virtual machines the TSC rate the hypervisor reports, on others a
+/// value fixed at boot — a figure to show, not a measured frequency.
+pub const CPUINFO_MHZ: &str = "/proc/cpuinfo cpu MHz (no cpufreq: not a measurement)";
+
+impl CpuFacts {
+    /// The frequency the CPUs ran at as measured, with its source: the effective frequency
+    /// over the window (SPURR/PURR on POWER), else cpufreq's current frequency — never
+    /// cpuinfo's `cpu MHz` without cpufreq ([`CPUINFO_MHZ`]).
+    pub fn measured_mhz(&self) -> Option<(f64, String)> {
+        if let Some(e) = self.effective_mhz {
+            let source = self.effective_source.as_deref().unwrap_or("SPURR/PURR");
+            return Some((e, source.to_owned()));
+        }
+        let c = self.current_mhz?;
+        match self.current_source.as_deref() {
+            Some(CPUINFO_MHZ) => None,
+            Some(source) => Some((c, format!("current frequency ({source})"))),
+            None => Some((c, "current frequency".to_owned())),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -247,7 +247,7 @@ catalogue! {
     CPU_FREQUENCY_NOMINAL: Gauge "powerdiag_cpu_frequency_nominal_hertz" [] unit "hertz" when CPU
         "Nominal CPU frequency";
     CPU_FREQUENCY_EFFECTIVE: Gauge "powerdiag_cpu_frequency_effective_hertz" [] unit "hertz" when CPU
-        "Effective CPU frequency over the window (SPURR/PURR on POWER), else the current one";
+        "Effective CPU frequency over the window (SPURR/PURR on POWER), else cpufreq's current one; absent when neither was measured (/proc/cpuinfo's cpu MHz without cpufreq is not a measurement)";
     CPU_THREADS: Gauge "powerdiag_cpu_threads" [] when CPU
         "Online logical CPUs";
     CPU_THREADS_PER_CORE: Gauge "powerdiag_cpu_threads_per_core" [] when CPU

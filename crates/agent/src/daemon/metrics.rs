@@ -456,7 +456,7 @@ fn os(b: &mut Builder, s: &Snapshot) {
         b.one(&c::CPU_FREQUENCY_NOMINAL, hz(cpu.nominal_mhz));
         b.one(
             &c::CPU_FREQUENCY_EFFECTIVE,
-            hz(cpu.effective_mhz.or(cpu.current_mhz)),
+            hz(cpu.measured_mhz().map(|(m, _)| m)),
         );
         b.one(&c::CPU_THREADS, Some(f64::from(cpu.threads)));
         b.one(

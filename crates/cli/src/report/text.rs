@@ -155,11 +155,22 @@ fn os(o: &mut String, s: &Snapshot) {
                 };
                 line += &format!(", SMT {smt}");
             }
-            match (c.current_mhz.or(c.effective_mhz), c.nominal_mhz) {
+            // cpuinfo's `cpu MHz` without cpufreq is shown as what it is, not as a frequency
+            // the CPUs were measured at.
+            let unmeasured = c.current_source.as_deref() == Some(powerdiag_rules::CPUINFO_MHZ);
+            let cur = if unmeasured {
+                c.effective_mhz
+            } else {
+                c.current_mhz.or(c.effective_mhz)
+            };
+            match (cur, c.nominal_mhz) {
                 (Some(cur), Some(nom)) => line += &format!(", {cur:.0} MHz (nominal {nom:.0})"),
                 (Some(cur), None) => line += &format!(", {cur:.0} MHz"),
                 (None, Some(nom)) => line += &format!(", nominal {nom:.0} MHz"),
                 (None, None) => {}
+            }
+            if let (true, None, Some(mhz)) = (unmeasured, cur, c.current_mhz) {
+                line += &format!(", cpuinfo {mhz:.0} MHz (no cpufreq: not measured)");
             }
             line
         }

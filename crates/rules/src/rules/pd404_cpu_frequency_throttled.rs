@@ -67,20 +67,14 @@ impl Rule for CpuFrequencyThrottled {
                 "the nominal CPU frequency is unknown (no cpufreq, no POWER clock line)",
             )
         })?;
-        let (effective, source) = match (cpu.effective_mhz, cpu.current_mhz) {
-            (Some(e), _) => (
-                e,
-                cpu.effective_source
-                    .clone()
-                    .unwrap_or_else(|| "SPURR/PURR".into()),
-            ),
-            (None, Some(c)) => (c, "current frequency".to_owned()),
-            (None, None) => {
-                return Err(Verdict::insufficient(
-                    "the effective CPU frequency is unknown",
-                ));
-            }
-        };
+        let (effective, source) = cpu.measured_mhz().ok_or_else(|| {
+            Verdict::insufficient(match cpu.current_source.as_deref() {
+                Some(crate::CPUINFO_MHZ) => {
+                    "the effective CPU frequency is unknown: no cpufreq, and /proc/cpuinfo's cpu MHz is not a measurement (on a virtual machine it is the TSC rate)"
+                }
+                _ => "the effective CPU frequency is unknown",
+            })
+        })?;
         let busy = cpu
             .busy_share
             .ok_or_else(|| Verdict::insufficient("CPU load over the window is unknown"))?;

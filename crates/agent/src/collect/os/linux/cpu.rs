@@ -75,10 +75,16 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, CollectError> {
         first("vendor_id").is_some(),
         first("CPU implementer").is_some(),
     );
+    // arm64 prints no `model name`: the name comes from the MIDR fields, as lscpu does.
     let model = if power {
         first("cpu")
     } else {
-        first("model name").or_else(|| first("Hardware"))
+        first("model name")
+            .or_else(|| {
+                let implementer = first("CPU implementer")?;
+                super::midr::model(&implementer, first("CPU part").as_deref())
+            })
+            .or_else(|| first("Hardware"))
     };
 
     let mut cpu = CpuFacts {
@@ -140,45 +146,54 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, CollectError> {
         .ok()
         .map(|s| s == "1");
 
-    // Nominal frequency: cpufreq's base or maximum where the kernel has cpufreq. Without it
+    // Nominal frequency: cpufreq's nominal, base or maximum where the kernel has cpufreq.
+    // powernv-cpufreq (bare-metal POWER) has `cpuinfo_nominal_freq`; its `cpuinfo_max_freq` is
+    // the boost (WOF) ceiling, which would make a CPU at nominal look throttled. Without cpufreq
     // (a PowerVM LPAR), POWER's cpuinfo `clock` is the nominal frequency; with it, `clock`
     // shows the current one (arch/powerpc/kernel/setup-common.c asks cpufreq first).
-    let policy = first_policy(r);
+    let policies = policies(r);
+    let policy = policies.first();
     let khz = |name: &str| {
         policy
-            .as_ref()
             .and_then(|p| read_u64(&p.join(name)).ok())
+            .filter(|&k| k > 0)
             .map(|k| k as f64 / 1000.0)
     };
-    if let Some(b) = khz("base_frequency") {
-        cpu.nominal_mhz = Some(b);
-        cpu.nominal_source = Some("cpufreq base_frequency".into());
-    } else if let Some(m) = khz("cpuinfo_max_freq") {
-        cpu.nominal_mhz = Some(m);
-        cpu.nominal_source = Some("cpufreq cpuinfo_max_freq".into());
+    let nominal = ["cpuinfo_nominal_freq", "base_frequency", "cpuinfo_max_freq"]
+        .into_iter()
+        .find_map(|name| khz(name).map(|mhz| (mhz, format!("cpufreq {name}"))));
+    if let Some((mhz, source)) = nominal {
+        cpu.nominal_mhz = Some(mhz);
+        cpu.nominal_source = Some(source);
     } else if power && let Some(mhz) = first("clock").and_then(|c| parse_mhz(&c)) {
         cpu.nominal_mhz = Some(mhz);
         cpu.nominal_source = Some("/proc/cpuinfo clock".into());
     }
-    // Current frequency: the average over cpufreq policies, else cpuinfo's "cpu MHz".
-    let cur: Vec<f64> = policies(r)
+    // Current frequency: the average over cpufreq policies, else cpuinfo's "cpu MHz" — which,
+    // without cpufreq, is not a measurement (an x86 guest shows the TSC rate the hypervisor
+    // reports), so it is recorded with its source and never used as an effective frequency.
+    let cur: Vec<f64> = policies
         .iter()
         .filter_map(|p| read_u64(&p.join("scaling_cur_freq")).ok())
+        .filter(|&k| k > 0)
         .map(|k| k as f64 / 1000.0)
         .collect();
-    cpu.current_mhz = if cur.is_empty() {
+    if cur.is_empty() {
         // procfs keeps values shared by every CPU in `fields`: get_field looks in both.
         let mhz: Vec<f64> = (0..info.num_cores())
             .filter_map(|i| info.get_field(i, "cpu MHz"))
             .filter_map(|v| v.trim().parse().ok())
+            .filter(|v: &f64| v.is_finite() && *v > 0.0)
             .collect();
-        (!mhz.is_empty()).then(|| mhz.iter().sum::<f64>() / mhz.len() as f64)
+        if !mhz.is_empty() {
+            cpu.current_mhz = Some(mhz.iter().sum::<f64>() / mhz.len() as f64);
+            cpu.current_source = Some(CPUINFO_MHZ.into());
+        }
     } else {
-        Some(cur.iter().sum::<f64>() / cur.len() as f64)
-    };
-    cpu.governor = policy
-        .as_ref()
-        .and_then(|p| read_trim(&p.join("scaling_governor")).ok());
+        cpu.current_mhz = Some(cur.iter().sum::<f64>() / cur.len() as f64);
+        cpu.current_source = Some("cpufreq scaling_cur_freq".into());
+    }
+    cpu.governor = policy.and_then(|p| read_trim(&p.join("scaling_governor")).ok());
     if power {
         cpu.dscr_default = read_trim(&r.sys("devices/system/cpu/dscr_default"))
             .ok()
@@ -260,27 +275,36 @@ pub(super) fn parse_mhz(s: &str) -> Option<f64> {
     (v.is_finite() && v > 0.0).then_some(v)
 }
 
+/// The cpufreq policy directories: `cpufreq/policyN` (Linux 4.3+), else each CPU's own
+/// `cpuN/cpufreq` (older kernels; on newer ones these are links to the policies).
 fn policies(r: &Roots) -> Vec<std::path::PathBuf> {
-    let dir = r.sys("devices/system/cpu/cpufreq");
-    let mut v: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("policy"))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+    let named = |dir: std::path::PathBuf, prefix: &str| -> Vec<(u32, std::path::PathBuf)> {
+        std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter_map(|e| {
+                        let n = e.file_name().to_str()?.strip_prefix(prefix)?.parse().ok()?;
+                        Some((n, e.path()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut v = named(r.sys("devices/system/cpu/cpufreq"), "policy");
+    if v.is_empty() {
+        v = named(r.sys("devices/system/cpu"), "cpu")
+            .into_iter()
+            .map(|(n, p)| (n, p.join("cpufreq")))
+            .filter(|(_, p)| p.is_dir())
+            .collect();
+    }
+    // Numeric order: policy10 after policy2.
+    v.sort_by_key(|(n, _)| *n);
+    v.into_iter().map(|(_, p)| p).collect()
 }
 
-fn first_policy(r: &Roots) -> Option<std::path::PathBuf> {
-    policies(r).into_iter().next()
-}
+/// `CpuFacts::current_source` when the current frequency is cpuinfo's `cpu MHz`.
+pub(crate) const CPUINFO_MHZ: &str = powerdiag_rules::CPUINFO_MHZ;
 
 #[cfg(test)]
 mod tests {
@@ -317,6 +341,107 @@ mod tests {
         }
         let c = collect(&Roots::tree(dir.path())).unwrap();
         assert_eq!(c.cores, Some(1), "{c:?}");
+    }
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, text) in files {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    /// powernv-cpufreq: `cpuinfo_max_freq` is the WOF/boost ceiling, `cpuinfo_nominal_freq`
+    /// the rated frequency PD404 compares with.
+    #[test]
+    fn powernv_nominal_is_the_nominal_not_the_boost_ceiling() {
+        let p = "sys/devices/system/cpu/cpufreq/policy0";
+        let dir = tree(&[
+            (
+                "proc/cpuinfo",
+                "processor\t: 0\ncpu\t\t: POWER9, altivec supported\nclock\t\t: 3283.000000MHz\nrevision\t: 2.2 (pvr 004e 1202)\n\n",
+            ),
+            ("sys/devices/system/cpu/online", "0\n"),
+            (&format!("{p}/cpuinfo_max_freq"), "3800000\n"),
+            (&format!("{p}/cpuinfo_nominal_freq"), "3200000\n"),
+            (&format!("{p}/scaling_cur_freq"), "3283000\n"),
+        ]);
+        let c = collect(&Roots::tree(dir.path())).unwrap();
+        assert_eq!(c.nominal_mhz, Some(3200.0), "{c:?}");
+        assert_eq!(
+            c.nominal_source.as_deref(),
+            Some("cpufreq cpuinfo_nominal_freq")
+        );
+        assert_eq!(c.current_mhz, Some(3283.0));
+        assert_eq!(
+            c.current_source.as_deref(),
+            Some("cpufreq scaling_cur_freq")
+        );
+    }
+
+    /// Kernels before 4.3 (and some drivers) have each CPU's `cpuN/cpufreq` and no `policyN`.
+    #[test]
+    fn per_cpu_cpufreq_without_policies() {
+        let mut files = vec![(
+            "proc/cpuinfo".to_owned(),
+            "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\ncpu MHz\t\t: 2100.000\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\ncpu MHz\t\t: 2100.000\n\n".to_owned(),
+        )];
+        for (n, cur) in [(0, "1200000"), (1, "2400000")] {
+            let d = format!("sys/devices/system/cpu/cpu{n}/cpufreq");
+            files.push((format!("{d}/cpuinfo_max_freq"), "3000000\n".into()));
+            files.push((format!("{d}/scaling_cur_freq"), format!("{cur}\n")));
+            files.push((format!("{d}/scaling_governor"), "powersave\n".into()));
+        }
+        files.push(("sys/devices/system/cpu/online".into(), "0-1\n".into()));
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let c = collect(&Roots::tree(tree(&refs).path())).unwrap();
+        assert_eq!(c.nominal_mhz, Some(3000.0), "{c:?}");
+        assert_eq!(c.current_mhz, Some(1800.0));
+        assert_eq!(
+            c.current_source.as_deref(),
+            Some("cpufreq scaling_cur_freq")
+        );
+        assert_eq!(c.governor.as_deref(), Some("powersave"));
+    }
+
+    /// An x86 guest without cpufreq: cpuinfo's `cpu MHz` is recorded as what it is, and is not
+    /// a measured frequency (no effective-frequency metric, no PD404 verdict from it).
+    #[test]
+    fn cpuinfo_mhz_without_cpufreq_is_not_a_measurement() {
+        let dir = tree(&[
+            (
+                "proc/cpuinfo",
+                "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\ncpu MHz\t\t: 2593.906\n\n",
+            ),
+            ("sys/devices/system/cpu/online", "0\n"),
+        ]);
+        let c = collect(&Roots::tree(dir.path())).unwrap();
+        assert_eq!(c.current_mhz, Some(2593.906), "{c:?}");
+        assert_eq!(c.current_source.as_deref(), Some(CPUINFO_MHZ));
+        assert_eq!(c.nominal_mhz, None);
+        assert_eq!(c.measured_mhz(), None);
+    }
+
+    #[test]
+    fn arm64_model_from_midr() {
+        let mut cpuinfo = String::new();
+        for n in 0..2 {
+            cpuinfo += &format!(
+                "processor\t: {n}\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n"
+            );
+        }
+        let dir = tree(&[
+            ("proc/cpuinfo", &cpuinfo),
+            ("sys/devices/system/cpu/online", "0-1\n"),
+        ]);
+        let c = collect(&Roots::tree(dir.path())).unwrap();
+        assert_eq!(c.model.as_deref(), Some("ARM Neoverse-N1"), "{c:?}");
+        assert_eq!(c.architecture, "aarch64");
     }
 
     #[test]

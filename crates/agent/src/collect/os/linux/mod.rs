@@ -6,6 +6,7 @@ mod cpu;
 pub(crate) mod fs;
 mod lparcfg;
 mod memory;
+mod midr;
 mod perf;
 mod process;
 mod stat;
