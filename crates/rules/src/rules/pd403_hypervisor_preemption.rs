@@ -5,7 +5,9 @@ declare_rule! {
     /// Measures how much CPU time the hypervisor takes away: steal time as a share of all CPU
     /// time (`/proc/stat` over the sample window, or since boot when reading a recorded tree),
     /// and on PowerVM the share of dispatches that land on another processor
-    /// (`dispatch_dispersions` / `dispatches` from lparcfg) or on a far NUMA node
+    /// (lparcfg's `dispatch_dispersions` over the dispatches, which are half its `dispatches`:
+    /// that sums each virtual processor's `yield_count`, which the hypervisor increments when
+    /// it dispatches the processor and again when it yields or is preempted) or on a far NUMA node
     /// (`vcpudispatch_stats`); on AIX, where shared partitions have no steal or dispersion
     /// counter, the share of virtual context switches that were involuntary (perfstat
     /// `invol_virt_cswitch` / all virtual context switches: the hypervisor took the processor).

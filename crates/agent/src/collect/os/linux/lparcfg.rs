@@ -113,6 +113,18 @@ pub(super) fn facts(now: &Fields, earlier: Option<&Fields>, window_secs: f64) ->
             None => Some(b),
         }
     };
+    // `dispatches` and `dispatch_dispersions` are sums over the CPUs of 32-bit lppaca
+    // counters (arch/powerpc/platforms/pseries/lparcfg.c, splpar_dispatch_data). A CPU's
+    // counter that wraps inside the window lowers the sum by 2^32: one wrap is added back
+    // (more would take billions of events in one window), anything else is unknown.
+    let wrapping = |key: &str| -> Option<u64> {
+        let b: u64 = num(now, key)?;
+        match earlier.and_then(|e| num::<u64>(e, key)) {
+            Some(a) if b >= a => Some(b - a),
+            Some(a) => (b + (1u64 << 32)).checked_sub(a),
+            None => Some(b),
+        }
+    };
     PartitionFacts {
         shared: num::<u32>(now, "shared_processor_mode") == Some(1),
         capped: num::<u32>(now, "capped") == Some(1),
@@ -129,8 +141,13 @@ pub(super) fn facts(now: &Fields, earlier: Option<&Fields>, window_secs: f64) ->
         } else {
             "since boot".into()
         }),
-        dispatches: counter("dispatches"),
-        dispatch_dispersions: counter("dispatch_dispersions"),
+        // `dispatches` is Σ yield_count, which the hypervisor increments when it dispatches a
+        // virtual processor and again when the processor yields or is preempted (odd: not
+        // running; lppaca.h): two per dispatch. `dispatch_dispersions` (Σ dispersion_count)
+        // counts once per dispatch onto another physical processor, so the dispersion share
+        // is dispersions / (yield_count / 2).
+        dispatches: wrapping("dispatches").map(|y| y / 2),
+        dispatch_dispersions: wrapping("dispatch_dispersions"),
         involuntary_vcsw: None,
         voluntary_vcsw: None,
         phantom_interrupts: None,
@@ -212,8 +229,18 @@ mod tests {
         let a = parse(SHARED);
         let b = parse(&SHARED.replace("dispatches=1000000", "dispatches=1000500"));
         let f = facts(&b, Some(&a), 1.0);
-        assert_eq!(f.dispatches, Some(500));
+        // yield_count moves twice per dispatch (dispatched, then yielded or preempted).
+        assert_eq!(f.dispatches, Some(250));
         assert_eq!(f.dispatch_dispersions, Some(0));
+    }
+
+    /// A CPU's 32-bit yield_count wrapping inside the window lowers the sum by 2^32.
+    #[test]
+    fn a_wrapped_counter_inside_the_window() {
+        let a = parse(&SHARED.replace("dispatches=1000000", "dispatches=4294967000"));
+        let b = parse(&SHARED.replace("dispatches=1000000", "dispatches=704"));
+        let f = facts(&b, Some(&a), 1.0);
+        assert_eq!(f.dispatches, Some(500));
     }
 
     #[test]
