@@ -106,13 +106,6 @@ fn num<T: std::str::FromStr>(f: &Fields, key: &str) -> Option<T> {
 /// Facts from one lparcfg read, with counters as deltas from `earlier` when given (a window),
 /// else since boot.
 pub(super) fn facts(now: &Fields, earlier: Option<&Fields>, window_secs: f64) -> PartitionFacts {
-    let counter = |key: &str| -> Option<u64> {
-        let b: u64 = num(now, key)?;
-        match earlier.and_then(|e| num::<u64>(e, key)) {
-            Some(a) => Some(b.saturating_sub(a)),
-            None => Some(b),
-        }
-    };
     // `dispatches` and `dispatch_dispersions` are sums over the CPUs of 32-bit lppaca
     // counters (arch/powerpc/platforms/pseries/lparcfg.c, splpar_dispatch_data). A CPU's
     // counter that wraps inside the window lowers the sum by 2^32: one wrap is added back
