@@ -501,7 +501,7 @@ fn unique_users<'de, D: Deserializer<'de>>(
             while let Some((user, hash)) = map.next_entry::<String, String>()? {
                 if users.contains_key(&user) {
                     return Err(de::Error::custom(format!(
-                        "basic_auth_users: user {user:?} appears twice; keep one entry per user"
+                        "user {user:?} appears twice; keep one entry per user"
                     )));
                 }
                 users.insert(user, hash);

@@ -137,6 +137,8 @@ fn a_user_may_appear_once() {
         e.contains("basic_auth_users: user \"alice\" appears twice; keep one entry per user"),
         "{e}"
     );
+    // The parser names the field; the message does not repeat it.
+    assert!(!e.contains("basic_auth_users: basic_auth_users"), "{e}");
     assert!(e.contains("line "), "the line is named: {e}");
 }
 
