@@ -313,9 +313,25 @@ fn sighup_reloads_and_a_bad_reload_keeps_the_old_configuration() {
     assert!(eventually(Duration::from_secs(8), || has_pd204(&agent)));
     let cfg: PathBuf = agent._dir.path().join("agent.toml");
 
+    let reload = |a: &Agent| {
+        get(a.port, "/metrics").and_then(|(_, _, b)| {
+            Some((
+                metric(&b, "powerdiag_config_last_reload_successful")?,
+                metric(&b, "powerdiag_config_last_reload_success_timestamp_seconds")?,
+            ))
+        })
+    };
+    let (ok, started) = reload(&agent).expect("the reload metrics are exported");
+    assert_eq!(ok, 1.0, "start-up loaded every file");
+
     std::fs::write(&cfg, "[sample]\ninterval = \"2s\"\ntimeout = \"oops\"\n").unwrap();
     signal(agent.child.id(), "HUP");
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        eventually(Duration::from_secs(5), || reload(&agent)
+            == Some((0.0, started))),
+        "a failed reload reads 0 and keeps the last success's time: {:?}",
+        reload(&agent)
+    );
     assert!(
         get(agent.port, "/healthz").is_some_and(|(s, _, _)| s == 200),
         "still serving after a bad reload"
@@ -333,6 +349,8 @@ fn sighup_reloads_and_a_bad_reload_keeps_the_old_configuration() {
         eventually(Duration::from_secs(8), || !has_pd204(&agent)),
         "the reloaded configuration disables PD204"
     );
+    let (ok, at) = reload(&agent).unwrap();
+    assert!(ok == 1.0 && at >= started, "a good reload: {ok} at {at}");
     let (_, _, body) = get(agent.port, "/metrics").unwrap();
     assert!(
         body.contains("powerdiag_check_threshold{code=\"PD403\",name=\"hypervisor-preemption\",threshold=\"max_steal\"} 0.12"),
@@ -372,6 +390,107 @@ fn sighup_reloads_and_a_bad_reload_keeps_the_old_configuration() {
     assert!(log.contains("configuration reloaded"), "{log}");
     assert!(log.contains("SIGTERM"), "{log}");
     assert!(!log.contains(&Server::root_password()), "no secret in logs");
+}
+
+/// Issue 18: SIGHUP re-reads `--mariadb.defaults-file` with the other files. A new password
+/// takes effect at the next sample (the open connection is replaced), a file that no longer
+/// loads keeps the running targets with `powerdiag_config_last_reload_successful 0`, and the
+/// very first scrape already carries a complete sample.
+#[test]
+fn sighup_reloads_the_defaults_file_and_the_first_scrape_is_complete() {
+    let server = Server::m1011();
+    let dir = tempfile::tempdir().unwrap();
+    let cnf = dir.path().join("client.cnf");
+    let write = |password: &str, extra: &str| {
+        std::fs::write(
+            &cnf,
+            format!(
+                "{extra}[client]\nuser = root\npassword = \"{password}\"\nhost = 127.0.0.1\nport = {}\n",
+                server.port
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&cnf, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+    };
+    write(&Server::root_password(), "");
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(&cfg, FAST).unwrap();
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_powerdiag"));
+    cmd.args(["agent", "--web.listen-address"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--config.file")
+        .arg(&cfg)
+        .arg("--mariadb.defaults-file")
+        .arg(&cnf);
+    let mut agent = spawn_agent(cmd, port, dir);
+
+    // The first scrape waits for the first sample: MariaDB's series are there, not
+    // powerdiag_up alone.
+    // (Over TCP: root over the socket is authenticated by unix_socket, whatever the password.)
+    let (status, _, body) = get(agent.port, "/metrics").unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(metric(&body, "powerdiag_mariadb_up"), Some(1.0), "{body}");
+    assert!(
+        body.contains("powerdiag_collector_success{collector=\"mariadb\"} 1"),
+        "{body}"
+    );
+
+    let up = |a: &Agent| {
+        get(a.port, "/metrics").and_then(|(_, _, b)| metric(&b, "powerdiag_mariadb_up"))
+    };
+    let reloaded = |a: &Agent| {
+        get(a.port, "/metrics")
+            .and_then(|(_, _, b)| metric(&b, "powerdiag_config_last_reload_successful"))
+    };
+    // A wrong password is a valid file: the reload succeeds and the next sample is refused.
+    write("not-the-password", "");
+    signal(agent.child.id(), "HUP");
+    assert!(
+        eventually(Duration::from_secs(10), || up(&agent) == Some(0.0)),
+        "the new credentials are used at the next sample"
+    );
+    assert_eq!(reloaded(&agent), Some(1.0));
+
+    // The right password again, then a file that does not load (a missing !includedir):
+    // the running targets stay, and so do the successful samples.
+    write(&Server::root_password(), "");
+    signal(agent.child.id(), "HUP");
+    assert!(eventually(Duration::from_secs(10), || up(&agent) == Some(1.0)));
+    write("not-the-password", "!includedir /nonexistent/powerdiag.d\n");
+    signal(agent.child.id(), "HUP");
+    assert!(
+        eventually(Duration::from_secs(5), || reloaded(&agent) == Some(0.0)),
+        "a defaults file that does not load fails the reload"
+    );
+    let seq = |a: &Agent| {
+        get(a.port, "/metrics")
+            .and_then(|(_, _, b)| metric(&b, "powerdiag_sample_timestamp_seconds"))
+    };
+    let before = seq(&agent);
+    assert!(eventually(Duration::from_secs(8), || seq(&agent) != before));
+    assert_eq!(up(&agent), Some(1.0), "the running targets were kept");
+
+    signal(agent.child.id(), "TERM");
+    let _ = agent.child.wait();
+    let mut log = String::new();
+    agent
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(log.contains("MariaDB defaults file reloaded"), "{log}");
+    assert!(
+        log.contains("MariaDB defaults file reload failed; keeping the running targets"),
+        "{log}"
+    );
+    assert!(
+        !log.contains(&Server::root_password()) && !log.contains("not-the-password"),
+        "no secret in logs: {log}"
+    );
 }
 
 pub(crate) fn signal(pid: u32, sig: &str) {

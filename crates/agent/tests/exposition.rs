@@ -22,7 +22,7 @@ use std::{
 
 use powerdiag_agent::daemon::{
     catalogue::CATALOGUE,
-    metrics::{SampleMetrics, encode_sample, render, to_prometheus_text},
+    metrics::{ReloadStatus, SampleMetrics, encode_sample, render, to_prometheus_text},
     self_info::{BuildInfo, ProcessStats},
 };
 use powerdiag_rules::{
@@ -262,10 +262,18 @@ fn body(s: &Snapshot, openmetrics: bool) -> String {
         },
     });
     let now = taken_at + Duration::from_millis(4500);
+    // Loaded at start-up, 60 s before the sample.
+    let reload = ReloadStatus::loaded(taken_at - Duration::from_secs(60));
     if openmetrics {
-        render(&encoded, Some(taken_at), now, true)
+        render(&encoded, Some(taken_at), now, true, &reload)
     } else {
-        render(&to_prometheus_text(&encoded), Some(taken_at), now, false)
+        render(
+            &to_prometheus_text(&encoded),
+            Some(taken_at),
+            now,
+            false,
+            &reload,
+        )
     }
 }
 

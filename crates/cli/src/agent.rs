@@ -26,12 +26,25 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.source))?;
         }
     }
+    // SIGHUP re-reads the defaults file and plans the targets again from the same request.
+    let target_reload = args
+        .connection
+        .mariadb_defaults_file
+        .clone()
+        .map(|defaults_file| daemon::TargetReload {
+            defaults_file,
+            request: target::TargetRequest {
+                defaults_file: None,
+                ..request.clone()
+            },
+        });
     let opts = AgentOptions {
         listen_address: args.listen_address.clone(),
         telemetry_path: args.telemetry_path.clone(),
         config_file: args.config_file.clone(),
         web_config_file: args.web_config_file.clone(),
         candidates,
+        target_reload,
         roots: doctor::roots(&args.paths)?,
         build: daemon::BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),

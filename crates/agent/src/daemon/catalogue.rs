@@ -125,6 +125,10 @@ catalogue! {
         "SQL statements the last sample sent to MariaDB";
     SAMPLE_AGE: Gauge "powerdiag_sample_age_seconds" [] unit "seconds" when SCRAPE
         "Seconds since the served sample started";
+    CONFIG_RELOAD_SUCCESS: Gauge "powerdiag_config_last_reload_successful" [] when SCRAPE
+        "1 when the last load of the configuration files (at start-up or on SIGHUP: --config.file, --web.config.file, --mariadb.defaults-file) succeeded, 0 when one failed and the running configuration was kept";
+    CONFIG_RELOAD_TIME: Gauge "powerdiag_config_last_reload_success_timestamp_seconds" [] unit "seconds" when SCRAPE
+        "Unix time of the last successful load of the configuration files";
     MARIADB_UP: Gauge "powerdiag_mariadb_up" [] when ALWAYS
         "1 when the last sample reached MariaDB";
     COLLECTOR_SUCCESS: Gauge "powerdiag_collector_success" ["collector"] when ALWAYS

@@ -25,7 +25,14 @@ pub struct AppState {
     pub config: watch::Receiver<Arc<Config>>,
     pub telemetry_path: String,
     pub started: SystemTime,
+    /// The last configuration load's outcome (SIGHUP).
+    pub reload: watch::Receiver<metrics::ReloadStatus>,
 }
+
+/// How long a scrape that arrives before the first sample waits for it (under the 5 s
+/// request timeout): the first sample takes the connection, its statements and the sample
+/// window, about a second, and is bounded by `[sample] timeout`.
+const FIRST_SAMPLE_WAIT: Duration = Duration::from_secs(4);
 
 pub fn app(state: AppState) -> Router {
     let path = state.telemetry_path.clone();
@@ -50,20 +57,35 @@ async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Respo
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
-    let sample = s.samples.borrow().clone();
-    let body = match &sample {
-        Some(x) => metrics::render(
-            if openmetrics {
-                &x.encoded
-            } else {
-                &x.encoded_text
-            },
-            Some(x.taken_at),
-            SystemTime::now(),
-            openmetrics,
-        ),
-        None => metrics::render(&metrics::starting(), None, SystemTime::now(), openmetrics),
+    // A scrape right after start-up waits for the first sample rather than answering with
+    // `powerdiag_up` alone (which a dashboard would read as every other series missing);
+    // without one in time it is a 503, a failed scrape, never a partial one.
+    let mut samples = s.samples.clone();
+    let sample =
+        match tokio::time::timeout(FIRST_SAMPLE_WAIT, samples.wait_for(Option::is_some)).await {
+            Ok(Ok(v)) => v.clone(),
+            _ => None,
+        };
+    let Some(x) = sample else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "powerdiag: the first sample is not ready yet; scrape again after it (one interval at most)\n",
+        )
+            .into_response();
     };
+    let reload = *s.reload.borrow();
+    let body = metrics::render(
+        if openmetrics {
+            &x.encoded
+        } else {
+            &x.encoded_text
+        },
+        Some(x.taken_at),
+        SystemTime::now(),
+        openmetrics,
+        &reload,
+    );
     (
         [(
             header::CONTENT_TYPE,
@@ -146,11 +168,14 @@ mod tests {
         config.sample.interval = Duration::MAX;
         let (_samples_tx, samples) = watch::channel(None);
         let (_config_tx, config) = watch::channel(Arc::new(config));
+        let (_reload_tx, reload) =
+            watch::channel(metrics::ReloadStatus::loaded(SystemTime::UNIX_EPOCH));
         let state = AppState {
             samples,
             config,
             telemetry_path: "/metrics".into(),
             started: SystemTime::UNIX_EPOCH,
+            reload,
         };
         let response = health_handler(State(state)).await;
         assert_eq!(response.status(), StatusCode::OK);

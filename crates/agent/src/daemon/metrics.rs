@@ -185,14 +185,6 @@ pub struct SampleMetrics<'a> {
     pub process: &'a ProcessStats,
 }
 
-/// The body served before the first sample: the agent is up, nothing else is known yet
-/// (OpenMetrics text without `# EOF`).
-pub fn starting() -> String {
-    let mut b = Builder::new();
-    b.one(&c::UP, Some(1.0));
-    b.finish()
-}
-
 /// Encodes everything a sample says (OpenMetrics text without `# EOF`).
 pub fn encode_sample(m: &SampleMetrics<'_>) -> String {
     let s = m.snapshot;
@@ -644,27 +636,58 @@ pub fn render(
     taken_at: Option<SystemTime>,
     now: SystemTime,
     openmetrics: bool,
+    reload: &ReloadStatus,
 ) -> String {
-    let mut out = String::with_capacity(encoded.len() + 256);
+    let mut out = String::with_capacity(encoded.len() + 512);
     out.push_str(encoded);
-    if let Some(t) = taken_at {
-        let age = now.duration_since(t).unwrap_or_default().as_secs_f64();
-        let m = &c::SAMPLE_AGE;
+    let mut gauge = |m: &Metric<0>, value: f64| {
         let _ = write!(
             out,
             "# HELP {n} {h}.\n# TYPE {n} gauge\n",
             n = m.name,
             h = m.help
         );
-        if openmetrics {
-            let _ = writeln!(out, "# UNIT {} seconds", m.name);
+        if let (true, Some(unit)) = (openmetrics, m.unit) {
+            let _ = writeln!(out, "# UNIT {} {unit}", m.name);
         }
-        let _ = writeln!(out, "{} {age}", m.name);
+        let _ = writeln!(out, "{} {value}", m.name);
+    };
+    if let Some(t) = taken_at {
+        let age = now.duration_since(t).unwrap_or_default().as_secs_f64();
+        gauge(&c::SAMPLE_AGE, age);
     }
+    gauge(
+        &c::CONFIG_RELOAD_SUCCESS,
+        if reload.successful { 1.0 } else { 0.0 },
+    );
+    gauge(&c::CONFIG_RELOAD_TIME, reload.success_timestamp);
     if openmetrics {
         out.push_str("# EOF\n");
     }
     out
+}
+
+/// The outcome of the last configuration load (start-up or SIGHUP), exported on every scrape
+/// as `powerdiag_config_last_reload_successful` and its timestamp, as Prometheus and
+/// Alertmanager export theirs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReloadStatus {
+    pub successful: bool,
+    /// Unix time of the last load that succeeded.
+    pub success_timestamp: f64,
+}
+
+impl ReloadStatus {
+    /// A successful load at `at`.
+    pub fn loaded(at: SystemTime) -> ReloadStatus {
+        ReloadStatus {
+            successful: true,
+            success_timestamp: at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -968,17 +991,33 @@ mod tests {
     fn render_adds_age_and_the_right_ending() {
         let enc = sample();
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let om = render(&enc, Some(t), t + Duration::from_secs(7), true);
+        let mut reload = ReloadStatus::loaded(t);
+        let om = render(&enc, Some(t), t + Duration::from_secs(7), true, &reload);
+        assert!(om.contains("powerdiag_sample_age_seconds 7\n"), "{om}");
         assert!(
-            om.ends_with("powerdiag_sample_age_seconds 7\n# EOF\n"),
+            om.ends_with(
+                "powerdiag_config_last_reload_successful 1\n\
+                 # HELP powerdiag_config_last_reload_success_timestamp_seconds Unix time of the last successful load of the configuration files.\n\
+                 # TYPE powerdiag_config_last_reload_success_timestamp_seconds gauge\n\
+                 # UNIT powerdiag_config_last_reload_success_timestamp_seconds seconds\n\
+                 powerdiag_config_last_reload_success_timestamp_seconds 1000\n# EOF\n"
+            ),
             "{om}"
         );
+        // A failed reload keeps the last success's time.
+        reload.successful = false;
         let text = render(
             &to_prometheus_text(&enc),
             Some(t),
             t + Duration::from_secs(7),
             false,
+            &reload,
         );
+        assert!(
+            text.contains("powerdiag_config_last_reload_successful 0\n"),
+            "{text}"
+        );
+        assert!(text.contains("powerdiag_config_last_reload_success_timestamp_seconds 1000\n"));
         assert!(!text.contains("# EOF") && !text.contains("# UNIT"));
         assert!(
             text.contains("# TYPE powerdiag_mariadb_handler_read_last_total counter"),

@@ -20,8 +20,12 @@ use powerdiag_exporter_web::{self as web, WebConfig, WebConfigError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::collect::{mariadb::target::Candidate, os::Roots};
+use crate::collect::{
+    mariadb::target::{self, Candidate, TargetRequest},
+    os::Roots,
+};
 pub use config::{Config, ConfigError};
+use metrics::ReloadStatus;
 pub use self_info::BuildInfo;
 
 /// How to run the agent.
@@ -34,9 +38,40 @@ pub struct AgentOptions {
     /// The exporter-toolkit web configuration (TLS, basic auth), `--web.config.file`.
     pub web_config_file: Option<PathBuf>,
     pub candidates: Vec<Candidate>,
+    /// Set with `--mariadb.defaults-file`: SIGHUP re-reads it and plans the targets again.
+    pub target_reload: Option<TargetReload>,
     pub roots: Roots,
     /// `powerdiag_build_info`'s labels (the binary's build script knows them).
     pub build: BuildInfo,
+}
+
+/// What SIGHUP needs to plan the MariaDB targets again: the defaults file's path and the rest
+/// of the request the running targets were planned from (URL, `~/.my.cnf`, user, sockets).
+#[derive(Debug, Clone)]
+pub struct TargetReload {
+    pub defaults_file: PathBuf,
+    pub request: TargetRequest,
+}
+
+impl TargetReload {
+    /// Reads the defaults file (with its includes) and plans the targets; TLS files are
+    /// checked as at start-up. Errors name the file and never carry a password.
+    pub fn plan(&self) -> Result<Vec<Candidate>, String> {
+        let file = target::load_defaults_file(&self.defaults_file).map_err(|e| e.to_string())?;
+        for w in &file.warnings {
+            tracing::warn!(file = %self.defaults_file.display(), "{w}");
+        }
+        let mut request = self.request.clone();
+        request.defaults_file = Some(file);
+        let candidates = target::plan(&request).map_err(|e| e.to_string())?;
+        for c in &candidates {
+            if let (Some(tls), target::Endpoint::Tcp { .. }) = (&c.tls, &c.endpoint) {
+                tls.check_files()
+                    .map_err(|e| format!("{}: {e}", c.source))?;
+            }
+        }
+        Ok(candidates)
+    }
 }
 
 /// Why the agent could not start.
@@ -114,9 +149,12 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
     let cancel = CancellationToken::new();
     let (config_tx, config_rx) = watch::channel(Arc::new(config));
     let (sample_tx, sample_rx) = watch::channel(None);
+    let (candidates_tx, candidates_rx) = watch::channel(Arc::new(opts.candidates.clone()));
+    // Start-up loaded every file: the first "reload".
+    let (reload_tx, reload_rx) = watch::channel(ReloadStatus::loaded(SystemTime::now()));
     let sampler = tokio::spawn(sampler::run(
         sampler::SamplerSetup {
-            candidates: opts.candidates.clone(),
+            candidates: candidates_rx,
             roots: opts.roots.clone(),
             build: opts.build.clone(),
         },
@@ -131,6 +169,9 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
             config: config_tx,
             web_config_file: opts.web_config_file.clone(),
             web: web_tx,
+            target: opts.target_reload.clone(),
+            candidates: candidates_tx,
+            status: reload_tx,
         },
         cancel.clone(),
     ));
@@ -140,6 +181,7 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
         config: config_rx,
         telemetry_path: tp.clone(),
         started: SystemTime::now(),
+        reload: reload_rx,
     });
     let shutdown = cancel.clone();
     let server = web::serve_with(
@@ -166,12 +208,18 @@ struct Reloadable {
     config: watch::Sender<Arc<Config>>,
     web_config_file: Option<PathBuf>,
     web: watch::Sender<Option<Arc<WebConfig>>>,
+    target: Option<TargetReload>,
+    candidates: watch::Sender<Arc<Vec<Candidate>>>,
+    /// `powerdiag_config_last_reload_successful` and its timestamp.
+    status: watch::Sender<ReloadStatus>,
 }
 
 impl Reloadable {
-    /// Re-reads `--config.file` and `--web.config.file`, each on its own: a bad file keeps the
-    /// running version of that file and says why.
+    /// Re-reads `--config.file`, `--web.config.file` and `--mariadb.defaults-file`, each on
+    /// its own: a bad file keeps the running version of that file and says why. The reload
+    /// counts as successful only when every file loaded.
     fn reload(&self) {
+        let mut ok = true;
         match &self.config_file {
             None => tracing::info!("SIGHUP: no --config.file to reload"),
             Some(p) => match Config::load(p) {
@@ -180,9 +228,38 @@ impl Reloadable {
                     self.config.send_replace(Arc::new(c));
                 }
                 Err(e) => {
+                    ok = false;
                     tracing::error!(error = %e, "SIGHUP: reload failed; keeping the running configuration")
                 }
             },
+        }
+        if let Some(t) = &self.target {
+            match t.plan() {
+                Ok(c) => {
+                    // The same targets keep the open connection; others replace it at the
+                    // next sample.
+                    let changed = self.candidates.send_if_modified(|running| {
+                        if **running == c {
+                            return false;
+                        }
+                        *running = Arc::new(c);
+                        true
+                    });
+                    tracing::info!(
+                        file = %t.defaults_file.display(),
+                        changed,
+                        "SIGHUP: MariaDB defaults file reloaded"
+                    );
+                }
+                Err(e) => {
+                    ok = false;
+                    tracing::error!(
+                        file = %t.defaults_file.display(),
+                        error = %e,
+                        "SIGHUP: MariaDB defaults file reload failed; keeping the running targets"
+                    )
+                }
+            }
         }
         if let Some(p) = &self.web_config_file {
             // web::reload refuses a file that would lower the running security (TLS or basic
@@ -203,10 +280,18 @@ impl Reloadable {
                     self.web.send_replace(Some(Arc::new(w)));
                 }
                 Err(e) => {
+                    ok = false;
                     tracing::error!(error = %e, "SIGHUP: web configuration reload failed; keeping the running one")
                 }
             }
         }
+        self.status.send_modify(|st| {
+            if ok {
+                *st = ReloadStatus::loaded(SystemTime::now());
+            } else {
+                st.successful = false;
+            }
+        });
     }
 }
 
@@ -274,21 +359,107 @@ mod tests {
         let running = Arc::new(web::load(&file).unwrap());
         let (config, _config_rx) = watch::channel(Arc::new(Config::default()));
         let (web_tx, web_rx) = watch::channel(Some(running.clone()));
-        let files = Reloadable {
-            config_file: None,
-            config,
-            web_config_file: Some(file.clone()),
-            web: web_tx,
-        };
+        let (files, _candidates, status) = reloadable(config, Some(file.clone()), web_tx, None);
         for downgrade in [String::new(), users.clone(), tls.clone()] {
             std::fs::write(&file, &downgrade).unwrap();
             files.reload();
             let now = web_rx.borrow().clone().unwrap();
             assert!(Arc::ptr_eq(&now, &running), "after {downgrade:?}");
+            assert!(!status.borrow().successful, "after {downgrade:?}");
         }
         // A file that keeps both is taken.
         std::fs::write(&file, format!("{tls}{users}")).unwrap();
         files.reload();
         assert!(!Arc::ptr_eq(&web_rx.borrow().clone().unwrap(), &running));
+        assert!(status.borrow().successful);
+    }
+
+    type Reloaded = (
+        Reloadable,
+        watch::Receiver<Arc<Vec<Candidate>>>,
+        watch::Receiver<ReloadStatus>,
+    );
+
+    fn reloadable(
+        config: watch::Sender<Arc<Config>>,
+        web_config_file: Option<PathBuf>,
+        web: watch::Sender<Option<Arc<WebConfig>>>,
+        target: Option<TargetReload>,
+    ) -> Reloaded {
+        let planned = target
+            .as_ref()
+            .map(|t| t.plan().unwrap())
+            .unwrap_or_default();
+        let (candidates, candidates_rx) = watch::channel(Arc::new(planned));
+        let (status, status_rx) = watch::channel(ReloadStatus::loaded(SystemTime::UNIX_EPOCH));
+        let files = Reloadable {
+            config_file: None,
+            config,
+            web_config_file,
+            web,
+            target,
+            candidates,
+            status,
+        };
+        (files, candidates_rx, status_rx)
+    }
+
+    /// SIGHUP re-reads `--mariadb.defaults-file`: new credentials reach the sampler as new
+    /// targets; a file that no longer loads keeps the running targets and marks the reload
+    /// failed (`powerdiag_config_last_reload_successful 0`) until a good one loads again; an
+    /// unchanged file keeps the targets (and the open connection).
+    #[test]
+    fn the_defaults_file_reloads_on_sighup_and_a_bad_one_keeps_the_targets() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("my.cnf");
+        let write = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+        };
+        write("[client]\nuser=mon\npassword=first\nhost=127.0.0.1\nport=3306\n");
+        let target = TargetReload {
+            defaults_file: file.clone(),
+            request: TargetRequest::default(),
+        };
+        let (config, _config_rx) = watch::channel(Arc::new(Config::default()));
+        let (web, _web_rx) = watch::channel(None);
+        let (files, mut candidates, status) = reloadable(config, None, web, Some(target));
+        let first = candidates.borrow_and_update().clone();
+        assert_eq!(first.len(), 1);
+
+        // Unchanged: no new targets.
+        files.reload();
+        assert!(!candidates.has_changed().unwrap());
+        assert!(status.borrow().successful);
+
+        // A new password: new targets, a newer success.
+        write("[client]\nuser=mon\npassword=second\nhost=127.0.0.1\nport=3306\n");
+        let before = status.borrow().success_timestamp;
+        files.reload();
+        assert!(candidates.has_changed().unwrap());
+        let second = candidates.borrow_and_update().clone();
+        assert_ne!(first, second);
+        assert!(status.borrow().successful);
+        assert!(status.borrow().success_timestamp > before);
+
+        // A missing !includedir directory (an error, as for the client): kept, failed, and
+        // the error carries no password.
+        write("!includedir /nonexistent/powerdiag.d\n[client]\nuser=mon\npassword=third\n");
+        files.reload();
+        assert!(!candidates.has_changed().unwrap());
+        assert!(!status.borrow().successful);
+        let err = files.target.as_ref().unwrap().plan().unwrap_err();
+        assert!(err.contains("/nonexistent/powerdiag.d"), "{err}");
+        assert!(!err.contains("third"), "{err}");
+
+        // Fixed again.
+        write("[client]\nuser=mon\npassword=second\nhost=127.0.0.1\nport=3306\n");
+        files.reload();
+        assert!(status.borrow().successful);
+        assert!(
+            !candidates.has_changed().unwrap(),
+            "same targets as before the bad file"
+        );
     }
 }

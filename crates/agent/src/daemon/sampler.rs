@@ -42,14 +42,15 @@ pub struct Sample {
 /// What the sampler needs besides the configuration.
 #[derive(Debug, Clone)]
 pub struct SamplerSetup {
-    pub candidates: Vec<Candidate>,
+    /// The MariaDB targets, replaced when SIGHUP reloads `--mariadb.defaults-file`.
+    pub candidates: watch::Receiver<Arc<Vec<Candidate>>>,
     pub roots: Roots,
     pub build: BuildInfo,
 }
 
 /// Runs until `cancel`: samples every `config.sample.interval`, publishing into `tx`.
 pub async fn run(
-    setup: SamplerSetup,
+    mut setup: SamplerSetup,
     mut config: watch::Receiver<Arc<Config>>,
     tx: watch::Sender<Option<Arc<Sample>>>,
     cancel: CancellationToken,
@@ -64,8 +65,20 @@ pub async fn run(
     // The status reads the rules' window starts from, and the InnoDB facts' cache.
     let mut status = StatusTracker::new(config.borrow().sample.status_window);
     let mut innodb = InnodbCache::new(config.borrow().sample.innodb_refresh);
+    let mut candidates = setup.candidates.borrow_and_update().clone();
     loop {
         let cfg = config.borrow_and_update().clone();
+        // New targets (a reloaded defaults file): nothing kept from the old ones — the
+        // connection, its variables, the counters the windows start from — carries over.
+        let latest = setup.candidates.borrow_and_update().clone();
+        if !Arc::ptr_eq(&latest, &candidates) {
+            candidates = latest;
+            reuse = crate::collect::Reuse::new(cfg.sample.variables_refresh);
+            vector_cache = crate::collect::VectorCache::new(cfg.sample.vector_index_refresh);
+            statements = crate::collect::StatementTracker::new(cfg.statements.interval);
+            status = StatusTracker::new(cfg.sample.status_window);
+            innodb = InnodbCache::new(cfg.sample.innodb_refresh);
+        }
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
             vector_cache = crate::collect::VectorCache::new(cfg.sample.vector_index_refresh);
         }
@@ -85,7 +98,7 @@ pub async fn run(
         let probe_due =
             cfg.probe.enabled && last_probe.is_none_or(|t| t.elapsed() >= cfg.probe.interval);
         let opts = CollectOptions {
-            candidates: setup.candidates.clone(),
+            candidates: candidates.to_vec(),
             mariadb: MariadbOptions {
                 timeout: cfg.sample.timeout,
                 probe: probe_due.then(|| ProbeOptions {
@@ -180,6 +193,7 @@ pub async fn run(
             () = tokio::time::sleep(next) => {}
             // A reloaded configuration takes effect at once.
             r = config.changed() => if r.is_err() { return },
+            r = setup.candidates.changed() => if r.is_err() { return },
         }
     }
 }
