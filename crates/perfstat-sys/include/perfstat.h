@@ -161,8 +161,12 @@ typedef struct {
 } perfstat_partition_total_t;
 
 /* Partition configuration, filled by perfstat_partition_config.
- * Source: JNA perfstat_partition_config_t (field order); power-devops PartitionConfig (names).
- * 800 bytes. `processorMHz` is a C double stored as 8 raw bytes: read it with
+ * Source: JNA perfstat_partition_config_t (field order, up to targetmemexpsize: 800 bytes, an
+ * older size the library still accepts); `subprocessor_mode` after it from the order in which
+ * two programs compiled against IBM's header read it (power-devops/perfstat's
+ * perfstatpartitionconfig2partitionconfig and njmon's partition-config section): 808 bytes
+ * with the tail padding, tried first. Not checked against an IBM header: if the library does
+ * not know 808 it refuses it and the 800-byte layout is used (src/aix.rs). `processorMHz` is a C double stored as 8 raw bytes: read it with
  * f64::from_ne_bytes. With the byte array it is at offset 340 on every target, as the double is
  * on AIX; the following perfstat_value_t is 8-aligned at 352 everywhere. */
 typedef struct {
@@ -202,6 +206,7 @@ typedef struct {
     perfstat_value_t exp_mem;
     unsigned long long targetmemexpfactor;
     unsigned long long targetmemexpsize;
+    unsigned int subprocessor_mode;          /* split-core mode: 0 unsupported, 1 capable, 2 SMT2, 4 SMT4 */
 } perfstat_partition_config_t;
 
 /* System-wide processor counters, filled by perfstat_cpu_total.
@@ -417,8 +422,14 @@ typedef struct {
 
 /* Per page size memory counters (pages of `psize` bytes), filled by perfstat_memory_page.
  * Source: power-devops/perfstat MemoryPage (field order and names); IBM
- * "perfstat_memory_page Subroutine". The AIX 6.1 layout, 152 bytes, ending at virt_active;
- * later AIX levels append compression fields, which are not declared here. */
+ * "perfstat_memory_page Subroutine". Two sizes, newest first (src/aix.rs):
+ *   224 bytes: the compression (AME) fields and real_avail after virt_active, in the order
+ *     njmon, power-devops/perfstat and an AIX Prometheus exporter read them, with `version`
+ *     before real_avail as in perfstat_memory_total_t (none of the three reads `version`, so
+ *     its place is inferred, not checked against an IBM header);
+ *   152 bytes: the AIX 6.1 layout, ending at virt_active.
+ * The library accepts only sizes it knows: a wrong newest size is refused and the 152-byte
+ * layout is used, with the later fields zero. */
 typedef struct {
     unsigned long long psize;                /* page size in bytes */
     unsigned long long real_total;
@@ -439,6 +450,15 @@ typedef struct {
     unsigned long long real_user;
     unsigned long long real_process;
     unsigned long long virt_active;
+    unsigned long long comprsd_total;        /* pages of this size compressed */
+    unsigned long long comprsd_wseg_pgs;     /* compressed working storage pages */
+    unsigned long long cpgins;               /* page-ins to the compressed pool */
+    unsigned long long cpgouts;              /* page-outs from the compressed pool */
+    unsigned long long cpool_inuse;          /* compressed size in the compressed pool */
+    unsigned long long ucpool_size;          /* uncompressed pool size, bytes */
+    unsigned long long comprsd_wseg_size;    /* compressed working storage, bytes */
+    unsigned long long version;
+    unsigned long long real_avail;           /* 4 KB pages available without paging out */
 } perfstat_memory_page_t;
 
 /* Per process counters, filled by perfstat_process (selector name = decimal pid).
@@ -504,14 +524,16 @@ _Static_assert(PD_OFFSETOF(perfstat_partition_total_t, spurrflag) + 4 == 476, "6
 _Static_assert(PD_OFFSETOF(perfstat_partition_total_t, hardwareid) == 476, "hardwareid");
 _Static_assert(PD_OFFSETOF(perfstat_partition_total_t, purr_counter) == 656, "purr_counter");
 _Static_assert(PD_OFFSETOF(perfstat_partition_total_t, spurr_counter) == 664, "spurr_counter");
-_Static_assert(sizeof(perfstat_partition_config_t) == 800, "partition_config size");
+_Static_assert(sizeof(perfstat_partition_config_t) == 808, "partition_config size");
 _Static_assert(PD_OFFSETOF(perfstat_partition_config_t, processorMHz) == 340, "processorMHz");
 _Static_assert(PD_OFFSETOF(perfstat_partition_config_t, numProcessors) == 352, "numProcessors");
-_Static_assert(PD_OFFSETOF(perfstat_partition_config_t, targetmemexpsize) == 792, "config end");
+_Static_assert(PD_OFFSETOF(perfstat_partition_config_t, targetmemexpsize) == 792, "800-byte end");
+_Static_assert(PD_OFFSETOF(perfstat_partition_config_t, subprocessor_mode) == 800, "subprocessor_mode");
 _Static_assert(sizeof(perfstat_cpu_total_t) == 696, "cpu_total size");
 _Static_assert(sizeof(perfstat_cpu_t) == 616, "cpu size");
 _Static_assert(sizeof(perfstat_memory_total_t) == 352, "memory_total size");
-_Static_assert(sizeof(perfstat_memory_page_t) == 152, "memory_page size");
+_Static_assert(sizeof(perfstat_memory_page_t) == 224, "memory_page size");
+_Static_assert(PD_OFFSETOF(perfstat_memory_page_t, virt_active) + 8 == 152, "memory_page 6.1 end");
 _Static_assert(sizeof(perfstat_process_t) == 288, "process size");
 _Static_assert(PD_OFFSETOF(perfstat_process_t, ucpu_time) == 232, "ucpu_time");
 #undef PD_OFFSETOF

@@ -14,12 +14,16 @@ use crate::bindings::{
     perfstat_memory_total_t, perfstat_partition_config_t, perfstat_process_t, perfstat_psize_t,
 };
 use crate::contract::{
-    Filled, PartitionTotal, count_with, fill_list, fill_versioned, partition_total_with,
+    Filled, PartitionTotal, count_with, fill_list, fill_list_versioned, fill_versioned,
+    partition_total_with,
 };
 use crate::error::PerfstatError;
 use crate::functions::{
     perfstat_cpu, perfstat_cpu_total, perfstat_memory_page, perfstat_memory_total,
     perfstat_partition_config, perfstat_partition_total, perfstat_process,
+};
+use crate::layout::{
+    MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61, PARTITION_CONFIG_SIZE, PARTITION_CONFIG_SIZE_OLDER,
 };
 use crate::{FIRST_PSIZE, id_first, id_for_pid};
 
@@ -63,17 +67,26 @@ fn single<T: Default>(
     Ok(out)
 }
 
-/// Partition configuration (`perfstat_partition_config`, 800 bytes).
+/// Partition configuration (`perfstat_partition_config`): 808 bytes (up to
+/// `subprocessor_mode`) first, else 800 (up to `targetmemexpsize`, `subprocessor_mode` 0).
 ///
 /// # Errors
 ///
-/// [`PerfstatError`] if the call fails or breaks the contract.
+/// [`PerfstatError`] if the call fails with both sizes or breaks the contract.
 pub fn partition_config() -> Result<perfstat_partition_config_t, PerfstatError> {
-    single("perfstat_partition_config", |buf, size, n| {
-        // SAFETY: NULL selector as documented for this function; `buf` points to a live,
-        // writable perfstat_partition_config_t of `size` bytes.
-        unsafe { perfstat_partition_config(ptr::null_mut(), buf, size, n) }
-    })
+    let mut out = perfstat_partition_config_t::default();
+    fill_versioned(
+        "perfstat_partition_config",
+        &mut out,
+        &[PARTITION_CONFIG_SIZE, PARTITION_CONFIG_SIZE_OLDER],
+        |buf, size, n| {
+            // SAFETY: NULL selector as documented for this function; `buf` points to a live,
+            // writable perfstat_partition_config_t of at least `size` bytes.
+            unsafe { perfstat_partition_config(ptr::null_mut(), buf, size, n) }
+        },
+        errno,
+    )?;
+    Ok(out)
 }
 
 /// System-wide processor counters (`perfstat_cpu_total`).
@@ -179,12 +192,21 @@ pub fn memory_page_count() -> Result<usize, PerfstatError> {
     count_with("perfstat_memory_page", page_call(&mut psize), errno)
 }
 
-/// Per page size memory counters into the front of `out` (count query first).
+/// Per page size memory counters into the front of `out` (count query first): the 224-byte
+/// layout first, else the AIX 6.1 one (152 bytes, spread to `out`'s stride, the later
+/// fields zero).
 ///
 /// # Errors
 ///
-/// [`PerfstatError`] if either call fails or breaks the contract.
+/// [`PerfstatError`] if the calls fail with both sizes or break the contract.
 pub fn memory_pages(out: &mut [perfstat_memory_page_t]) -> Result<Filled, PerfstatError> {
     let mut psize = perfstat_psize_t { psize: FIRST_PSIZE };
-    fill_list("perfstat_memory_page", out, page_call(&mut psize), errno)
+    fill_list_versioned(
+        "perfstat_memory_page",
+        out,
+        &[MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61],
+        page_call(&mut psize),
+        errno,
+    )
+    .map(|(filled, _)| filled)
 }

@@ -491,11 +491,12 @@ pub struct perfstat_partition_config_t {
     pub exp_mem: perfstat_value_t,
     pub targetmemexpfactor: ::core::ffi::c_ulonglong,
     pub targetmemexpsize: ::core::ffi::c_ulonglong,
+    pub subprocessor_mode: ::core::ffi::c_uint,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of perfstat_partition_config_t"]
-        [::core::mem::size_of::<perfstat_partition_config_t>() - 800usize];
+        [::core::mem::size_of::<perfstat_partition_config_t>() - 808usize];
     ["Alignment of perfstat_partition_config_t"]
         [::core::mem::align_of::<perfstat_partition_config_t>() - 8usize];
     ["Offset of field: perfstat_partition_config_t::version"]
@@ -570,6 +571,8 @@ const _: () = {
         [::core::mem::offset_of!(perfstat_partition_config_t, targetmemexpfactor) - 784usize];
     ["Offset of field: perfstat_partition_config_t::targetmemexpsize"]
         [::core::mem::offset_of!(perfstat_partition_config_t, targetmemexpsize) - 792usize];
+    ["Offset of field: perfstat_partition_config_t::subprocessor_mode"]
+        [::core::mem::offset_of!(perfstat_partition_config_t, subprocessor_mode) - 800usize];
 };
 impl Default for perfstat_partition_config_t {
     fn default() -> Self {
@@ -584,7 +587,7 @@ impl ::core::fmt::Debug for perfstat_partition_config_t {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         write!(
             f,
-            "perfstat_partition_config_t {{ version: {:?}, partitionname: {:?}, nodename: {:?}, conf: {:?}, partitionnum: {:?}, groupid: {:?}, processorFamily: {:?}, processorModel: {:?}, machineID: {:?}, processorMHz: {:?}, numProcessors: {:?}, OSName: {:?}, OSVersion: {:?}, OSBuild: {:?}, lcpus: {:?}, smtthreads: {:?}, drives: {:?}, nw_adapters: {:?}, cpucap: {:?}, cpucap_weightage: {:?}, entitled_proc_capacity: {:?}, vcpus: {:?}, processor_poolid: {:?}, activecpusinpool: {:?}, cpupool_weightage: {:?}, sharedpcpu: {:?}, maxpoolcap: {:?}, entpoolcap: {:?}, mem: {:?}, mem_weightage: {:?}, totiomement: {:?}, mempoolid: {:?}, hyperpgsize: {:?}, exp_mem: {:?}, targetmemexpfactor: {:?}, targetmemexpsize: {:?} }}",
+            "perfstat_partition_config_t {{ version: {:?}, partitionname: {:?}, nodename: {:?}, conf: {:?}, partitionnum: {:?}, groupid: {:?}, processorFamily: {:?}, processorModel: {:?}, machineID: {:?}, processorMHz: {:?}, numProcessors: {:?}, OSName: {:?}, OSVersion: {:?}, OSBuild: {:?}, lcpus: {:?}, smtthreads: {:?}, drives: {:?}, nw_adapters: {:?}, cpucap: {:?}, cpucap_weightage: {:?}, entitled_proc_capacity: {:?}, vcpus: {:?}, processor_poolid: {:?}, activecpusinpool: {:?}, cpupool_weightage: {:?}, sharedpcpu: {:?}, maxpoolcap: {:?}, entpoolcap: {:?}, mem: {:?}, mem_weightage: {:?}, totiomement: {:?}, mempoolid: {:?}, hyperpgsize: {:?}, exp_mem: {:?}, targetmemexpfactor: {:?}, targetmemexpsize: {:?}, subprocessor_mode: {:?} }}",
             self.version,
             self.partitionname,
             self.nodename,
@@ -620,7 +623,8 @@ impl ::core::fmt::Debug for perfstat_partition_config_t {
             self.hyperpgsize,
             self.exp_mem,
             self.targetmemexpfactor,
-            self.targetmemexpsize
+            self.targetmemexpsize,
+            self.subprocessor_mode
         )
     }
 }
@@ -1275,10 +1279,19 @@ pub struct perfstat_memory_page_t {
     pub real_user: ::core::ffi::c_ulonglong,
     pub real_process: ::core::ffi::c_ulonglong,
     pub virt_active: ::core::ffi::c_ulonglong,
+    pub comprsd_total: ::core::ffi::c_ulonglong,
+    pub comprsd_wseg_pgs: ::core::ffi::c_ulonglong,
+    pub cpgins: ::core::ffi::c_ulonglong,
+    pub cpgouts: ::core::ffi::c_ulonglong,
+    pub cpool_inuse: ::core::ffi::c_ulonglong,
+    pub ucpool_size: ::core::ffi::c_ulonglong,
+    pub comprsd_wseg_size: ::core::ffi::c_ulonglong,
+    pub version: ::core::ffi::c_ulonglong,
+    pub real_avail: ::core::ffi::c_ulonglong,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of perfstat_memory_page_t"][::core::mem::size_of::<perfstat_memory_page_t>() - 152usize];
+    ["Size of perfstat_memory_page_t"][::core::mem::size_of::<perfstat_memory_page_t>() - 224usize];
     ["Alignment of perfstat_memory_page_t"]
         [::core::mem::align_of::<perfstat_memory_page_t>() - 8usize];
     ["Offset of field: perfstat_memory_page_t::psize"]
@@ -1319,6 +1332,24 @@ const _: () = {
         [::core::mem::offset_of!(perfstat_memory_page_t, real_process) - 136usize];
     ["Offset of field: perfstat_memory_page_t::virt_active"]
         [::core::mem::offset_of!(perfstat_memory_page_t, virt_active) - 144usize];
+    ["Offset of field: perfstat_memory_page_t::comprsd_total"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, comprsd_total) - 152usize];
+    ["Offset of field: perfstat_memory_page_t::comprsd_wseg_pgs"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, comprsd_wseg_pgs) - 160usize];
+    ["Offset of field: perfstat_memory_page_t::cpgins"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, cpgins) - 168usize];
+    ["Offset of field: perfstat_memory_page_t::cpgouts"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, cpgouts) - 176usize];
+    ["Offset of field: perfstat_memory_page_t::cpool_inuse"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, cpool_inuse) - 184usize];
+    ["Offset of field: perfstat_memory_page_t::ucpool_size"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, ucpool_size) - 192usize];
+    ["Offset of field: perfstat_memory_page_t::comprsd_wseg_size"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, comprsd_wseg_size) - 200usize];
+    ["Offset of field: perfstat_memory_page_t::version"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, version) - 208usize];
+    ["Offset of field: perfstat_memory_page_t::real_avail"]
+        [::core::mem::offset_of!(perfstat_memory_page_t, real_avail) - 216usize];
 };
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

@@ -10,9 +10,10 @@
 //!   the size, so pass the newest size first and, on -1, retry with older ones (OpenJDK does
 //!   this for `perfstat_partition_total`: 688, then 480). The buffer is zeroed before every
 //!   attempt, so fields beyond an older size read as 0.
-//! - Lists ([`count_with`], [`fill_list`]): first the count query `(NULL, NULL, sizeof, 0)`,
-//!   then at most that many elements. The library lays the elements out with the size argument
-//!   as stride, so lists always use the full `size_of::<T>()`: no older sizes.
+//! - Lists ([`count_with`], [`fill_list`], [`fill_list_versioned`]): first the count query
+//!   `(NULL, NULL, sizeof, 0)`, then at most that many elements. The library lays the elements
+//!   out with the size argument as stride: a list filled with an older size is spread in place
+//!   to the struct's stride, the later fields zero.
 
 use core::ffi::c_int;
 use core::mem::size_of;
@@ -120,36 +121,103 @@ impl Filled {
 ///
 /// As [`count_with`], and for the second call [`PerfstatError::Failed`] on -1 or
 /// [`PerfstatError::UnexpectedReturn`] if it reports more elements than requested.
-pub fn fill_list<T: Default>(
+pub fn fill_list<T: Default + Copy>(
     function: &'static str,
     out: &mut [T],
+    call: impl FnMut(*mut T, c_int, c_int) -> c_int,
+    errno: impl FnMut() -> i32,
+) -> Result<Filled, PerfstatError> {
+    fill_list_versioned(function, out, &[size_of::<T>()], call, errno).map(|(f, _)| f)
+}
+
+/// [`fill_list`] for a struct with several sizes, newest first (at most `size_of::<T>()`
+/// each): the count query and the data call use the first size the library accepts, and the
+/// size that worked is returned. The library lays the elements out with the size argument as
+/// stride, so a list filled with an older size is spread in place to `T`'s stride (from the
+/// last record to the first, so no record overwrites one not yet moved) and each record's
+/// later fields are zero.
+///
+/// `T` must be plain old data (integer and byte-array fields, as every perfstat struct):
+/// the library's bytes are reinterpreted as `T`.
+///
+/// # Errors
+///
+/// [`PerfstatError::Failed`] with the last `errno` when every size failed, else as
+/// [`fill_list`].
+pub fn fill_list_versioned<T: Default + Copy>(
+    function: &'static str,
+    out: &mut [T],
+    sizes: &[usize],
     mut call: impl FnMut(*mut T, c_int, c_int) -> c_int,
     mut errno: impl FnMut() -> i32,
-) -> Result<Filled, PerfstatError> {
-    let available = count_with::<T>(function, &mut call, &mut errno)?;
-    let want = available.min(out.len());
-    if want == 0 {
-        return Ok(Filled {
-            available,
-            filled: 0,
-        });
+) -> Result<(Filled, usize), PerfstatError> {
+    if sizes.is_empty() {
+        return Err(PerfstatError::InvalidSize { function, size: 0 });
     }
-    let want_c = c_int::try_from(want).map_err(|_| PerfstatError::InvalidSize {
-        function,
-        size: want,
-    })?;
-    let size_c = size_arg::<T>(function, size_of::<T>())?;
-    let dst = &mut out[..want];
-    dst.iter_mut().for_each(|e| *e = T::default());
-    match call(dst.as_mut_ptr(), size_c, want_c) {
-        -1 => Err(PerfstatError::Failed {
+    let mut last_errno = 0;
+    for &size in sizes {
+        let size_c = size_arg::<T>(function, size)?;
+        let available = match call(ptr::null_mut(), size_c, 0) {
+            -1 => {
+                last_errno = errno();
+                continue;
+            }
+            returned => usize::try_from(returned)
+                .map_err(|_| PerfstatError::UnexpectedReturn { function, returned })?,
+        };
+        let want = available.min(out.len());
+        if want == 0 {
+            return Ok((
+                Filled {
+                    available,
+                    filled: 0,
+                },
+                size,
+            ));
+        }
+        let want_c = c_int::try_from(want).map_err(|_| PerfstatError::InvalidSize {
             function,
-            errno: errno(),
-        }),
-        returned => match usize::try_from(returned) {
-            Ok(filled) if filled <= want => Ok(Filled { available, filled }),
-            _ => Err(PerfstatError::UnexpectedReturn { function, returned }),
-        },
+            size: want,
+        })?;
+        let dst = &mut out[..want];
+        dst.iter_mut().for_each(|e| *e = T::default());
+        let filled = match call(dst.as_mut_ptr(), size_c, want_c) {
+            -1 => {
+                last_errno = errno();
+                continue;
+            }
+            returned => match usize::try_from(returned) {
+                Ok(filled) if filled <= want => filled,
+                _ => return Err(PerfstatError::UnexpectedReturn { function, returned }),
+            },
+        };
+        restride(&mut dst[..filled], size);
+        return Ok((Filled { available, filled }, size));
+    }
+    Err(PerfstatError::Failed {
+        function,
+        errno: last_errno,
+    })
+}
+
+/// Spreads `out.len()` records written back to back with `size` bytes each (`size <=
+/// size_of::<T>()`) to `T`'s stride, zeroing each record's bytes past `size`.
+fn restride<T: Copy>(out: &mut [T], size: usize) {
+    let stride = size_of::<T>();
+    if size >= stride {
+        return;
+    }
+    let base = out.as_mut_ptr().cast::<u8>();
+    for i in (0..out.len()).rev() {
+        // SAFETY: both ranges lie inside `out` (i * size + size <= i * stride + stride <=
+        // out.len() * stride); `ptr::copy` allows them to overlap, and going from the last
+        // record down never overwrites a record that has not moved yet (its destination
+        // starts at or after its source).
+        unsafe {
+            let dst = base.add(i * stride);
+            ptr::copy(base.add(i * size), dst, size);
+            ptr::write_bytes(dst.add(size), 0, stride - size);
+        }
     }
 }
 
@@ -452,6 +520,98 @@ mod tests {
         }
     }
 
+    /// A fake `perfstat_memory_page` of a library that knows only the 152-byte layout: it
+    /// refuses other sizes with EINVAL and writes 152-byte records back to back.
+    fn fake_old_pages(
+        calls: &mut Vec<(c_int, c_int, bool)>,
+    ) -> impl FnMut(*mut perfstat_memory_page_t, c_int, c_int) -> c_int + '_ {
+        move |buf, size, n| {
+            calls.push((size, n, buf.is_null()));
+            if size != 152 {
+                return -1;
+            }
+            if buf.is_null() {
+                return 3;
+            }
+            let base = buf.cast::<u8>();
+            for (i, psize) in [0x1000u64, 0x1_0000, 0x100_0000].into_iter().enumerate() {
+                let mut rec = [0xAAu8; 152];
+                rec[..8].copy_from_slice(&psize.to_ne_bytes());
+                rec[144..].copy_from_slice(&(i as u64 + 7).to_ne_bytes()); // virt_active
+                // SAFETY: the caller's buffer holds at least n >= 3 records of the newest size,
+                // more than 3 × 152 bytes.
+                unsafe { core::ptr::copy_nonoverlapping(rec.as_ptr(), base.add(i * 152), 152) };
+            }
+            3
+        }
+    }
+
+    #[test]
+    fn an_older_list_layout_is_spread_to_the_newest_stride() {
+        let mut calls = Vec::new();
+        let mut out = [perfstat_memory_page_t::default(); 4];
+        out.iter_mut().for_each(|p| p.real_avail = 99);
+        let got = fill_list_versioned(
+            "perfstat_memory_page",
+            &mut out,
+            &[224, 152],
+            fake_old_pages(&mut calls),
+            || EINVAL,
+        );
+        assert_eq!(
+            got,
+            Ok((
+                Filled {
+                    available: 3,
+                    filled: 3
+                },
+                152
+            ))
+        );
+        assert_eq!(calls, [(224, 0, true), (152, 0, true), (152, 3, false)]);
+        for (i, psize) in [0x1000u64, 0x1_0000, 0x100_0000].into_iter().enumerate() {
+            assert_eq!(out[i].psize, psize, "record {i}");
+            assert_eq!(out[i].virt_active, i as u64 + 7, "record {i}");
+            assert_eq!(out[i].real_total, 0xAAAA_AAAA_AAAA_AAAA, "record {i}");
+            // Past the older layout: zero, whatever was in the buffer.
+            assert_eq!(
+                (out[i].comprsd_total, out[i].real_avail),
+                (0, 0),
+                "record {i}"
+            );
+        }
+        assert_eq!(out[3].psize, 0, "zeroed before the call");
+
+        // Every size refused: the last errno.
+        let mut calls = Vec::new();
+        let got = fill_list_versioned(
+            "perfstat_memory_page",
+            &mut out,
+            &[224, 200],
+            fake_old_pages(&mut calls),
+            || EINVAL,
+        );
+        assert_eq!(
+            got,
+            Err(PerfstatError::Failed {
+                function: "perfstat_memory_page",
+                errno: EINVAL
+            })
+        );
+        // The newest size accepted: no spreading.
+        let mut calls = Vec::new();
+        let mut out = [perfstat_memory_page_t::default(); 4];
+        let got = fill_list_versioned(
+            "perfstat_memory_page",
+            &mut out,
+            &[224, 152],
+            fake_pages(&mut calls),
+            || EINVAL,
+        );
+        assert_eq!(got.map(|(f, s)| (f.filled, s)), Ok((3, 224)));
+        assert_eq!(out[1].psize, 0x1_0000);
+    }
+
     #[test]
     fn list_counts_then_fills() {
         let mut calls = Vec::new();
@@ -469,7 +629,7 @@ mod tests {
                 filled: 3
             })
         );
-        assert_eq!(calls, [(152, 0, true), (152, 3, false)]);
+        assert_eq!(calls, [(224, 0, true), (224, 3, false)]);
         assert_eq!(out[0].psize, 0x1000);
         assert_eq!(out[2].psize, 0x100_0000);
         assert_eq!(out[3].psize, 0);
@@ -494,7 +654,7 @@ mod tests {
             }
         );
         assert!(filled.truncated());
-        assert_eq!(calls, [(152, 0, true), (152, 2, false)]);
+        assert_eq!(calls, [(224, 0, true), (224, 2, false)]);
         assert_eq!(out[1].psize, 0x1_0000);
     }
 

@@ -96,6 +96,7 @@ fn table() -> Vec<StructLayout> {
             entitled_proc_capacity, vcpus, processor_poolid, activecpusinpool,
             cpupool_weightage, sharedpcpu, maxpoolcap, entpoolcap, mem, mem_weightage,
             totiomement, mempoolid, hyperpgsize, exp_mem, targetmemexpfactor, targetmemexpsize,
+            subprocessor_mode,
         }
         perfstat_cpu_total_t {
             ncpus, ncpus_cfg, description, processorHZ, user, sys, idle, wait, pswitch, syscall,
@@ -134,7 +135,8 @@ fn table() -> Vec<StructLayout> {
         perfstat_memory_page_t {
             psize, real_total, real_free, real_pinned, real_inuse, pgexct, pgins, pgouts,
             pgspins, pgspouts, scans, cycles, pgsteals, numperm, numpgsp, real_system, real_user,
-            real_process, virt_active,
+            real_process, virt_active, comprsd_total, comprsd_wseg_pgs, cpgins, cpgouts,
+            cpool_inuse, ucpool_size, comprsd_wseg_size, version, real_avail,
         }
         perfstat_process_t {
             version, pid, proc_name, proc_priority, num_threads, proc_uid, proc_classid,
@@ -331,8 +333,8 @@ fn compare_reports_the_processor_mhz_trap() {
     );
     // A larger struct (a newer AIX) is fine unless sizes must be exact.
     let grown = out.replace(
-        "S perfstat_partition_config_t 800",
         "S perfstat_partition_config_t 808",
+        "S perfstat_partition_config_t 816",
     );
     assert_eq!(compare(&grown, false).len(), 1);
     assert_eq!(compare(&grown, true).len(), 2);

@@ -19,8 +19,10 @@ pub const PARTITION_TOTAL_SIZE_AIX71: usize = 688;
 pub const PARTITION_TOTAL_SIZE_AIX61: usize = 480;
 /// Bytes of the AIX 6.1 layout that hold fields (the rest is tail padding).
 pub const PARTITION_TOTAL_AIX61_END: usize = 476;
-/// `perfstat_partition_config_t`.
-pub const PARTITION_CONFIG_SIZE: usize = 800;
+/// `perfstat_partition_config_t` up to `subprocessor_mode` (tried first; see the header).
+pub const PARTITION_CONFIG_SIZE: usize = 808;
+/// `perfstat_partition_config_t` up to `targetmemexpsize` (JNA's layout), the fallback.
+pub const PARTITION_CONFIG_SIZE_OLDER: usize = 800;
 /// Offset of `processorMHz`: where AIX puts the `double` (Linux would put it at 344).
 pub const PROCESSOR_MHZ_OFFSET: usize = 340;
 /// `perfstat_cpu_total_t`.
@@ -29,8 +31,10 @@ pub const CPU_TOTAL_SIZE: usize = 696;
 pub const CPU_SIZE: usize = 616;
 /// `perfstat_memory_total_t`.
 pub const MEMORY_TOTAL_SIZE: usize = 352;
-/// `perfstat_memory_page_t` (AIX 6.1 layout).
-pub const MEMORY_PAGE_SIZE: usize = 152;
+/// `perfstat_memory_page_t` with the compression fields and `real_avail` (tried first).
+pub const MEMORY_PAGE_SIZE: usize = 224;
+/// `perfstat_memory_page_t` as of AIX 6.1, ending at `virt_active`: the fallback.
+pub const MEMORY_PAGE_SIZE_AIX61: usize = 152;
 /// `perfstat_process_t`.
 pub const PROCESS_SIZE: usize = 288;
 
@@ -54,12 +58,19 @@ const _: () = {
     assert!(offset_of!(perfstat_partition_config_t, numProcessors) == 352);
     assert!(offset_of!(perfstat_partition_config_t, conf) == 136);
     assert!(offset_of!(perfstat_partition_config_t, lcpus) == 576);
-    assert!(offset_of!(perfstat_partition_config_t, targetmemexpsize) == 792);
+    assert!(
+        offset_of!(perfstat_partition_config_t, targetmemexpsize) + 8
+            == PARTITION_CONFIG_SIZE_OLDER
+    );
+    assert!(
+        offset_of!(perfstat_partition_config_t, subprocessor_mode) == PARTITION_CONFIG_SIZE_OLDER
+    );
 
     assert!(size_of::<perfstat_cpu_total_t>() == CPU_TOTAL_SIZE);
     assert!(size_of::<perfstat_cpu_t>() == CPU_SIZE);
     assert!(size_of::<perfstat_memory_total_t>() == MEMORY_TOTAL_SIZE);
     assert!(size_of::<perfstat_memory_page_t>() == MEMORY_PAGE_SIZE);
+    assert!(offset_of!(perfstat_memory_page_t, virt_active) + 8 == MEMORY_PAGE_SIZE_AIX61);
 
     // Process: both doubles are 8-aligned, so AIX power alignment does not move them.
     assert!(size_of::<perfstat_process_t>() == PROCESS_SIZE);

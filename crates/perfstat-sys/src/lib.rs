@@ -72,8 +72,8 @@ pub use aix::{
     partition_total, process,
 };
 pub use contract::{
-    Filled, PartitionTotal, PartitionTotalLayout, count_with, fill_list, fill_versioned,
-    partition_total_with,
+    Filled, PartitionTotal, PartitionTotalLayout, count_with, fill_list, fill_list_versioned,
+    fill_versioned, partition_total_with,
 };
 pub use error::PerfstatError;
 pub use flags::{PartitionFlags, mask};
