@@ -245,6 +245,7 @@ fn body(s: &Snapshot, openmetrics: bool) -> String {
         settings: &Settings::default(),
         taken_at,
         duration: Duration::from_millis(1234),
+        interval: Duration::from_secs(15),
         sql_statements: 3,
         build: &BuildInfo {
             version: "1.2.3".into(),

@@ -180,6 +180,8 @@ pub struct SampleMetrics<'a> {
     pub settings: &'a Settings,
     pub taken_at: SystemTime,
     pub duration: Duration,
+    /// `[sample] interval`.
+    pub interval: Duration,
     pub sql_statements: u32,
     pub build: &'a BuildInfo,
     pub process: &'a ProcessStats,
@@ -210,6 +212,7 @@ pub fn encode_sample(m: &SampleMetrics<'_>) -> String {
         .ok();
     b.one(&c::SAMPLE_TIMESTAMP, ts);
     b.one(&c::SAMPLE_DURATION, Some(m.duration.as_secs_f64()));
+    b.one(&c::SAMPLE_INTERVAL, Some(m.interval.as_secs_f64()));
     b.one(&c::SAMPLE_SQL, Some(f64::from(m.sql_statements)));
     b.one(
         &c::MARIADB_UP,
@@ -702,6 +705,7 @@ mod tests {
             settings: &Settings::default(),
             taken_at,
             duration,
+            interval: Duration::from_secs(15),
             sql_statements: sql,
             build: &BuildInfo::default(),
             process: &ProcessStats::default(),
@@ -958,6 +962,7 @@ mod tests {
             settings: &Settings::default(),
             taken_at: SystemTime::UNIX_EPOCH,
             duration: Duration::ZERO,
+            interval: Duration::from_secs(15),
             sql_statements: 0,
             build: &BuildInfo::default(),
             process: &ProcessStats {
