@@ -233,6 +233,11 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
         if let Gathered::Available(p) = &mut o.process {
             p.swap_bytes = Some(0);
         }
+        // The kernel's current figure (schema 3 and later records its source).
+        if let Gathered::Available(c) = &mut o.cpu {
+            c.current_mhz = Some(2_750.0);
+            c.current_source = Some("cpufreq scaling_cur_freq".into());
+        }
     }
     s
 }

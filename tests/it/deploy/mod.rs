@@ -9,6 +9,7 @@
 mod aix;
 mod alertmanager;
 mod grafana;
+mod mixin;
 mod prometheus;
 mod scraped;
 mod systemd;
@@ -189,6 +190,10 @@ const ABSENT_HERE: &[(&str, &str)] = &[
     (
         "powerdiag_lpar_online_vcpus",
         "PowerVM only: the test VM has no /proc/powerpc/lparcfg",
+    ),
+    (
+        "powerdiag_cpu_frequency_effective_hertz",
+        "needs SPURR/PURR (POWER) or cpufreq; the test VM has neither (its /proc/cpuinfo MHz is powerdiag_cpu_frequency_current_hertz, not a measurement)",
     ),
     (
         "powerdiag_cpu_frequency_nominal_hertz",

@@ -40,7 +40,7 @@ fn promtool_checks_the_scrape_configs_and_rules_and_runs_the_rule_unit_tests() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("powerdiag.rules.yml"),
-        read(&rules).replace("for: 30m", "for: 10m"),
+        read(&rules).replace("for: \"30m\"", "for: \"10m\""),
     )
     .unwrap();
     std::fs::copy(&tests, dir.path().join("powerdiag.rules.test.yml")).unwrap();
@@ -97,10 +97,12 @@ fn alerts_name_the_rule_and_say_what_to_do() {
     let names: Vec<String> = alerts().into_iter().map(|(n, _)| n).collect();
     for wanted in [
         "PowerdiagCriticalCheckFailing",
+        "PowerdiagConfigurationCheckFailing",
         "PowerdiagWarningCheckFailing",
         "PowerdiagAgentDown",
         "PowerdiagMariadbUnreachable",
         "PowerdiagSampleStale",
+        "PowerdiagCollectorFailing",
     ] {
         assert!(
             names.iter().any(|n| n == wanted),

@@ -288,7 +288,7 @@ fn dashboard_and_alerts_work_against_prometheus_scraping_the_deployed_agent() {
     }
 
     // 3. The rules load and evaluate against the real series: healthy, and PD101 (the
-    // undersized vector cache) pending or firing for this host.
+    // undersized vector cache, a configuration finding) pending or firing for this host.
     let rules = api(&prom, "/api/v1/rules");
     let mut loaded = 0;
     for g in rules["data"]["groups"].as_array().unwrap() {
@@ -304,14 +304,16 @@ fn dashboard_and_alerts_work_against_prometheus_scraping_the_deployed_agent() {
         .unwrap()
         .iter()
         .find(|a| {
-            a["labels"]["alertname"] == "PowerdiagCriticalCheckFailing"
+            a["labels"]["alertname"] == "PowerdiagConfigurationCheckFailing"
                 && a["labels"]["code"] == "PD101"
         });
     let pd101 = pd101.unwrap_or_else(|| panic!("PD101 alert not pending: {alerts_now}"));
     assert_eq!(pd101["labels"]["instance"], instance);
+    // A configuration finding opens a ticket; it never pages.
+    assert_eq!(pd101["labels"]["severity"], "warning");
     assert_eq!(
         pd101["annotations"]["summary"],
-        "PD101 mhnsw-cache-undersized fails on 127.0.0.1"
+        "PD101 mhnsw-cache-undersized (critical, configuration) fails on 127.0.0.1"
     );
     // The example targets from targets/powerdiag.yml were read too (they cannot be reached).
     let t = api(&prom, "/api/v1/targets");

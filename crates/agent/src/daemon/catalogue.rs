@@ -254,6 +254,8 @@ catalogue! {
         "Nominal CPU frequency";
     CPU_FREQUENCY_EFFECTIVE: Gauge "powerdiag_cpu_frequency_effective_hertz" [] unit "hertz" when CPU
         "Effective CPU frequency over the window (SPURR/PURR on POWER), else cpufreq's current one; absent when neither was measured (/proc/cpuinfo's cpu MHz without cpufreq is not a measurement)";
+    CPU_FREQUENCY_CURRENT: Gauge "powerdiag_cpu_frequency_current_hertz" [] unit "hertz" when CPU
+        "Current CPU frequency as the kernel reports it: the average of cpufreq's scaling_cur_freq, else /proc/cpuinfo's cpu MHz (without cpufreq, on a virtual machine, the TSC rate: not a measurement)";
     CPU_THREADS: Gauge "powerdiag_cpu_threads" [] when CPU
         "Online logical CPUs";
     CPU_THREADS_PER_CORE: Gauge "powerdiag_cpu_threads_per_core" [] when CPU

@@ -453,6 +453,7 @@ fn os(b: &mut Builder, s: &Snapshot) {
             &c::CPU_FREQUENCY_EFFECTIVE,
             hz(cpu.measured_mhz().map(|(m, _)| m)),
         );
+        b.one(&c::CPU_FREQUENCY_CURRENT, hz(cpu.current_mhz));
         b.one(&c::CPU_THREADS, Some(f64::from(cpu.threads)));
         b.one(
             &c::CPU_THREADS_PER_CORE,

@@ -1,0 +1,31 @@
+// The mixin's settings. Override any of them in your own jsonnet:
+//   (import 'powerdiag/deploy/mixin/mixin.libsonnet') + { _config+:: { jobSelector: 'job="db-agents"' } }
+{
+  _config+:: {
+    // Selects the agent's scrape job in the alert expressions.
+    jobSelector: 'job="powerdiag"',
+    // Where the runbooks live: docs/runbooks/ in the source, installed by the .deb and .rpm
+    // under /usr/share/powerdiag/runbooks. Point it at a copy you serve (a wiki, your git
+    // host's docs/runbooks/) to make the links clickable from Alertmanager.
+    runbookBaseUrl: 'file:///usr/share/powerdiag/runbooks',
+
+    // A failing critical check that measures a symptom (a thrashing vector cache): pages.
+    criticalCheckFor: '2m',
+    // A failing critical check about configuration (a cache size, an LPAR mode): a person has
+    // to schedule the change, so it waits and opens a ticket instead of paging at night.
+    configurationCheckFor: '1h',
+    // The critical rules whose findings are configuration facts.
+    configurationChecks: ['PD101', 'PD401'],
+    // A failing warning check: a ticket.
+    warningCheckFor: '30m',
+
+    agentDownFor: '5m',
+    mariadbUnreachableFor: '5m',
+    // A served sample older than this many sample intervals (powerdiag_sample_interval_seconds)
+    // is stale.
+    staleIntervals: 4,
+    staleFor: '5m',
+    // A collector (powerdiag_collector_success) failing this long.
+    collectorFailingFor: '15m',
+  },
+}
