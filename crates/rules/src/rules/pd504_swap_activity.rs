@@ -3,9 +3,10 @@ use crate::{Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, valu
 declare_rule! {
     /// ### What it does
     /// Checks that the host does not swap while it serves the database: pages swapped in or
-    /// out over the sample window (`/proc/vmstat` `pswpin`/`pswpout`) above {min_swap_pages},
-    /// or mariadbd with more than {max_vmswap_bytes} of its memory in swap (`VmSwap`, which
-    /// needs no window). Counters since boot alone decide nothing: swapping last week is not
+    /// out over the sample window (`/proc/vmstat` `pswpin`/`pswpout`; AIX: paging-space
+    /// `pgspins`/`pgspouts` of `perfstat_memory_total`) above {min_swap_pages}, or mariadbd with
+    /// more than {max_vmswap_bytes} of its memory in swap (`VmSwap`; AIX: `perfstat_process`
+    /// `pgsp_inuse`), which needs no window. Counters since boot alone decide nothing: swapping last week is not
     /// swapping now, so without a window and without `VmSwap` the verdict is
     /// `insufficient_data`.
     ///

@@ -28,6 +28,8 @@ pub(crate) struct Window {
     started: Instant,
     process: Result<Found, CollectError>,
     before: Option<PartitionTotal>,
+    /// `perfstat_memory_total` when the window opened (the paging-space counters).
+    memory_before: Option<perfstat_sys::perfstat_memory_total_t>,
 }
 
 impl Window {
@@ -44,6 +46,11 @@ impl Window {
             },
             before: if live && !window.is_zero() {
                 perfstat_sys::partition_total().ok()
+            } else {
+                None
+            },
+            memory_before: if live && !window.is_zero() {
+                perfstat_sys::memory_total().ok()
             } else {
                 None
             },
@@ -75,6 +82,8 @@ impl Window {
             config: perfstat_sys::partition_config().map_err(text),
             cpu_total: perfstat_sys::cpu_total().map_err(text),
             pages: memory_pages(),
+            memory_before: self.memory_before,
+            memory_total: perfstat_sys::memory_total().map_err(text),
             dscr: ps::run(ps::DSCRCTL, &["-q".to_owned()], ps::TIMEOUT).and_then(|out| {
                 ps::parse_dscr(&out).ok_or_else(|| "dscrctl -q printed no os_default_pd".to_owned())
             }),

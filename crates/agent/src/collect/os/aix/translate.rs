@@ -5,12 +5,12 @@
 
 use perfstat_sys::{
     PAGE_16M, PartitionTotal, PartitionTotalLayout, name_bytes, perfstat_cpu_total_t,
-    perfstat_memory_page_t, perfstat_partition_config_t, perfstat_partition_total_t,
-    perfstat_process_t, processor_mhz,
+    perfstat_memory_page_t, perfstat_memory_total_t, perfstat_partition_config_t,
+    perfstat_partition_total_t, perfstat_process_t, processor_mhz,
 };
 use powerdiag_rules::{
     Allocator, CollectorRun, Compiler, CpuFacts, CpuTime, Gathered, MemoryFacts, OsFacts,
-    PartitionFacts, ProcessFacts,
+    PartitionFacts, ProcessFacts, SwapActivity,
 };
 
 use super::ps::PageSizes;
@@ -34,6 +34,11 @@ pub(crate) struct Raw {
     pub(crate) cpu_total: Result<perfstat_cpu_total_t, String>,
     /// The filled entries of `perfstat_memory_page` (one per page size).
     pub(crate) pages: Result<Vec<perfstat_memory_page_t>, String>,
+    /// `perfstat_memory_total` when the window opened; `None` without a window (or when that
+    /// read failed): the paging-space counters are then since boot.
+    pub(crate) memory_before: Option<perfstat_memory_total_t>,
+    /// `perfstat_memory_total` at the end of the window: paging space and its traffic.
+    pub(crate) memory_total: Result<perfstat_memory_total_t, String>,
     /// `os_default_pd` from `dscrctl -q`.
     pub(crate) dscr: Result<u64, String>,
     pub(crate) process: Result<RawProcess, String>,
@@ -57,7 +62,7 @@ pub(crate) struct RawProcess {
 /// libperfstat read, so each run reports that read's `seconds`. A section unavailable by
 /// design (its reason starts with "unavailable", e.g. no topology reader yet) reports no run.
 pub(crate) fn runs(f: &OsFacts, seconds: f64) -> Vec<CollectorRun> {
-    let sections: [(&str, Result<(), &str>); 7] = [
+    let sections: [(&str, Result<(), &str>); 8] = [
         ("process", f.process.as_ref().map(drop)),
         ("cpu_time", f.cpu_time.as_ref().map(drop)),
         ("cpu", f.cpu.as_ref().map(drop)),
@@ -65,6 +70,7 @@ pub(crate) fn runs(f: &OsFacts, seconds: f64) -> Vec<CollectorRun> {
         ("memory", f.memory.as_ref().map(drop)),
         ("partition", f.partition.as_ref().map(drop)),
         ("counters", f.counters.as_ref().map(drop)),
+        ("swap", f.swap.as_ref().map(drop)),
     ];
     sections
         .into_iter()
@@ -104,9 +110,7 @@ pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
             (Err(e), _) | (_, Err(e)) => Err(e.clone()),
         }),
         counters: Gathered::Unavailable(COUNTERS.into()),
-        swap: Gathered::Unavailable(
-            "unavailable: the AIX collector does not read paging-space activity yet".into(),
-        ),
+        swap: gathered(swap(raw)),
         storage: Gathered::Unavailable(
             "unavailable: the AIX collector does not read filesystems yet".into(),
         ),
@@ -370,13 +374,46 @@ fn memory(raw: &Raw) -> Result<MemoryFacts, String> {
     // The 16 MB large-page pool (vmo lgpg_regions) is AIX's counterpart of Linux's HugeTLB
     // pool: pinned, reserved up front, used only on request.
     let large = pages.iter().find(|p| p.psize == PAGE_16M);
+    // Paging space (AIX's swap) and the memory available without paging out working
+    // storage, from perfstat_memory_total; unknown when that call failed. real_avail is 0 in
+    // layouts before it existed: unknown, not "nothing available".
+    let total = raw.memory_total.as_ref().ok();
     Ok(MemoryFacts {
         base_page_bytes: sizes.first().copied(),
         hugepages_total: large.map(|p| p.real_total),
         hugepages_free: large.map(|p| p.real_free),
         hugepage_bytes: large.map(|_| PAGE_16M),
         page_sizes: sizes,
+        swap_total_bytes: total.map(|t| t.pgsp_total.saturating_mul(AIX_PAGE)),
+        swap_free_bytes: total.map(|t| t.pgsp_free.saturating_mul(AIX_PAGE)),
+        available_bytes: total
+            .filter(|t| t.real_avail > 0)
+            .map(|t| t.real_avail.saturating_mul(AIX_PAGE)),
         ..Default::default()
+    })
+}
+
+/// AIX counts memory and paging space in 4 KB pages in `perfstat_memory_total_t`.
+const AIX_PAGE: u64 = 4096;
+
+/// Paging-space traffic (`pgspins`/`pgspouts`, 4 KB pages) over the window, else since boot.
+fn swap(raw: &Raw) -> Result<SwapActivity, String> {
+    let now = raw.memory_total.as_ref().map_err(Clone::clone)?;
+    let (basis, pages_in, pages_out) = match &raw.memory_before {
+        Some(b) if now.pgspins >= b.pgspins && now.pgspouts >= b.pgspouts => (
+            format!("window {:.2} s", raw.window_secs),
+            now.pgspins - b.pgspins,
+            now.pgspouts - b.pgspouts,
+        ),
+        _ => ("since boot".to_owned(), now.pgspins, now.pgspouts),
+    };
+    Ok(SwapActivity {
+        basis,
+        pages_in,
+        pages_out,
+        total_pages_in: now.pgspins,
+        total_pages_out: now.pgspouts,
+        page_bytes: Some(AIX_PAGE),
     })
 }
 
@@ -401,6 +438,8 @@ fn process(raw: &Raw) -> Result<ProcessFacts, String> {
         // perfstat_process_t::real_inuse is in KB (text, data, shared libraries, file pages,
         // shared memory and mappings).
         rss_bytes: ps.map(|s| s.real_inuse.saturating_mul(1024)),
+        // pgsp_inuse: the paging space it holds, in KB as real_inuse (Linux's VmSwap).
+        swap_bytes: ps.map(|s| s.pgsp_inuse.saturating_mul(1024)),
         data_page_bytes: sizes.and_then(|s| s.data),
         text_page_bytes: sizes.and_then(|s| s.text),
         stack_page_bytes: sizes.and_then(|s| s.stack),

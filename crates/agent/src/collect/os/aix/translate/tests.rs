@@ -13,8 +13,8 @@ use std::{
 
 use perfstat_sys::{
     PartitionFlags, PartitionTotal, PartitionTotalLayout, mask, perfstat_cpu_total_t,
-    perfstat_memory_page_t, perfstat_partition_config_t, perfstat_partition_total_t,
-    perfstat_process_t,
+    perfstat_memory_page_t, perfstat_memory_total_t, perfstat_partition_config_t,
+    perfstat_partition_total_t, perfstat_process_t,
 };
 use powerdiag_rules::{Compiler, Gathered, evaluate, testing::SnapshotBuilder};
 use serde_json::json;
@@ -130,8 +130,13 @@ fn set_page(p: &mut perfstat_memory_page_t, key: &str, value: &str) -> Result<()
 fn set_process(p: &mut perfstat_process_t, key: &str, value: &str) -> Result<(), String> {
     match key {
         "proc_name" => set_text(&mut p.proc_name, value),
-        _ => numbers!(p, key, value; pid, num_threads, real_inuse),
+        _ => numbers!(p, key, value; pid, num_threads, real_inuse, pgsp_inuse),
     }
+    Ok(())
+}
+
+fn set_memory(m: &mut perfstat_memory_total_t, key: &str, value: &str) -> Result<(), String> {
+    numbers!(m, key, value; pgspins, pgspouts, pgsp_total, pgsp_free, real_avail, real_total);
     Ok(())
 }
 
@@ -157,6 +162,9 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
     let mut cpu_total = perfstat_cpu_total_t::default();
     let mut process = perfstat_process_t::default();
     let mut pages: BTreeMap<u64, perfstat_memory_page_t> = BTreeMap::new();
+    let mut memory_before = perfstat_memory_total_t::default();
+    let mut memory_now = perfstat_memory_total_t::default();
+    let mut has_memory = false;
     let mut errors: BTreeMap<String, String> = BTreeMap::new();
     let (mut pid, mut found_by) = (None, String::new());
     for (key, value) in pairs(&text) {
@@ -186,6 +194,16 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
             "config" => set_config(&mut config, field, &value)?,
             "cpu_total" => set_cpu_total(&mut cpu_total, field, &value)?,
             "process" => set_process(&mut process, field, &value)?,
+            "memory" => {
+                has_memory = true;
+                set_memory(&mut memory_before, field, &value)?;
+                set_memory(&mut memory_now, field, &value)?;
+            }
+            "memory_before" => set_memory(&mut memory_before, field, &value)?,
+            "memory_now" => {
+                has_memory = true;
+                set_memory(&mut memory_now, field, &value)?;
+            }
             "page" => {
                 let (size, field) = field.split_once('.').ok_or(format!("page key {key}"))?;
                 let psize = ps::parse_size(size).ok_or(format!("page size {size}"))?;
@@ -208,6 +226,12 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
         config: failed("config").map_or(Ok(config), Err),
         cpu_total: failed("cpu_total").map_or(Ok(cpu_total), Err),
         pages: failed("pages").map_or(Ok(pages.into_values().collect()), Err),
+        memory_before: (has_before && has_memory).then_some(memory_before),
+        memory_total: match failed("memory") {
+            Some(e) => Err(e),
+            None if has_memory => Ok(memory_now),
+            None => Err("perfstat_memory_total: not captured in this fixture".into()),
+        },
         dscr: command(dir, "dscrctl").and_then(|out| {
             ps::parse_dscr(&out).ok_or_else(|| "dscrctl -q printed no os_default_pd".into())
         }),
@@ -387,6 +411,8 @@ fn raw_with(now: Result<PartitionTotal, String>) -> Raw {
         config: Err("perfstat_partition_config failed: EINVAL (errno 22)".into()),
         cpu_total: Err("perfstat_cpu_total failed: EFAULT (errno 14)".into()),
         pages: Err("perfstat_memory_page failed: EINVAL (errno 22)".into()),
+        memory_before: None,
+        memory_total: Err("perfstat_memory_total failed: EINVAL (errno 22)".into()),
         dscr: Err("not read".into()),
         process: Err("no mariadbd or mysqld process on this host".into()),
     }
@@ -403,6 +429,7 @@ fn failed_calls_lose_only_their_own_facts() {
         o.partition.as_ref().err(),
         o.memory.as_ref().err(),
         o.process.as_ref().err(),
+        o.swap.as_ref().err(),
     ] {
         assert!(g.is_some());
     }
@@ -423,7 +450,8 @@ fn failed_calls_lose_only_their_own_facts() {
             ("cpu_time", false),
             ("cpu", false),
             ("memory", false),
-            ("partition", false)
+            ("partition", false),
+            ("swap", false)
         ]
     );
     assert_eq!(
