@@ -50,8 +50,8 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
 fn every_tree_replays_to_its_expected_facts_and_verdicts() {
     let trees = trees();
     assert!(
-        trees.len() >= 6,
-        "expected the six fixture trees, found {trees:?}"
+        trees.len() >= 7,
+        "expected the seven fixture trees, found {trees:?}"
     );
     for tree in trees {
         let name = tree.file_name().unwrap().to_string_lossy().into_owned();
@@ -99,6 +99,38 @@ fn every_tree_replays_to_its_expected_facts_and_verdicts() {
 }
 
 /// Live-only sources say so when pointed at a tree.
+/// A public capture with its own oracle: prometheus/procfs's test tree (Apache-2.0, see the
+/// tree's README), replayed to the values procfs's own tests expect of the same files.
+#[test]
+fn prometheus_procfs_fixtures_replay_to_procfs_own_expected_values() {
+    let snap = replay(&fixtures().join("procfs-fixtures"));
+    let host = snap.host.as_ref().expect("host facts");
+    assert_eq!(host.memory_total_bytes, Some(16_042_172_416)); // MemTotalBytes
+    let os = snap.os.as_ref().expect("os facts");
+    let mem = os.memory.as_ref().expect("memory");
+    assert_eq!(mem.swap_total_bytes, Some(0)); // SwapTotal
+    assert_eq!(mem.hugepage_bytes, Some(2_097_152)); // HugepagesizeBytes
+    assert_eq!(mem.available_bytes, None, "no MemAvailable line: unknown, not 0");
+    let t = os.cpu_time.as_ref().expect("cpu time");
+    let secs = t.since_boot_seconds.as_ref().expect("since boot");
+    assert!((secs.user - 3018.54).abs() < 1e-6, "{secs:?}"); // CPUTotal.User = 301854 / 100
+    let cpu = os.cpu.as_ref().expect("cpu");
+    assert_eq!(cpu.nominal_mhz, Some(2400.0)); // policy0 CpuinfoMaximumFrequency
+    assert_eq!(cpu.current_mhz, Some(1219.917)); // policy0 ScalingCurrentFrequency only
+    assert_eq!(cpu.governor.as_deref(), Some("powersave"));
+    // cpu/offline lists 2; cpu0/online is 1; cpu1 has no online file (always online).
+    assert_eq!(cpu.threads, 2, "{cpu:?}");
+    assert_eq!(cpu.cores, Some(2), "thread siblings 0,4 and 1,5: {cpu:?}");
+    // Nodes whose CPUs and memory could not be read are not judged.
+    let report = evaluate(&snap);
+    let pd501 = report.checks.iter().find(|c| c.code == "PD501").unwrap();
+    assert_eq!(
+        pd501.status,
+        powerdiag_rules::Status::InsufficientData,
+        "{pd501:?}"
+    );
+}
+
 #[test]
 fn counters_are_live_only() {
     let snap = replay(&fixtures().join("x86-thp-never-large-mariadbd"));

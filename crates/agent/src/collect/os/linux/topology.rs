@@ -148,6 +148,13 @@ pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, CollectError> {
     if let Ok(list) = read_trim(&online) {
         return parse_cpu_list(&list).map_err(|e| CollectError::parse(&online, e));
     }
+    // Without the online list: the cpuN directories, less the CPUs the kernel lists in
+    // `offline` or whose own `online` reads 0 (a missing cpuN/online is a CPU that cannot be
+    // taken offline, such as the boot CPU: online).
+    let offline: Vec<u32> = read_trim(&base.join("offline"))
+        .ok()
+        .and_then(|l| parse_cpu_list(&l).ok())
+        .unwrap_or_default();
     let mut ids: Vec<u32> = std::fs::read_dir(&base)
         .map_err(|e| CollectError::io(&base, &e))?
         .filter_map(Result::ok)
@@ -158,6 +165,8 @@ pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, CollectError> {
                 .parse::<u32>()
                 .ok()
         })
+        .filter(|n| !offline.contains(n))
+        .filter(|n| read_trim(&base.join(format!("cpu{n}/online"))).map_or(true, |v| v != "0"))
         .collect();
     ids.sort_unstable();
     if ids.is_empty() {
