@@ -110,7 +110,10 @@ fn prometheus_procfs_fixtures_replay_to_procfs_own_expected_values() {
     let mem = os.memory.as_ref().expect("memory");
     assert_eq!(mem.swap_total_bytes, Some(0)); // SwapTotal
     assert_eq!(mem.hugepage_bytes, Some(2_097_152)); // HugepagesizeBytes
-    assert_eq!(mem.available_bytes, None, "no MemAvailable line: unknown, not 0");
+    assert_eq!(
+        mem.available_bytes, None,
+        "no MemAvailable line: unknown, not 0"
+    );
     let t = os.cpu_time.as_ref().expect("cpu time");
     let secs = t.since_boot_seconds.as_ref().expect("since boot");
     assert!((secs.user - 3018.54).abs() < 1e-6, "{secs:?}"); // CPUTotal.User = 301854 / 100
