@@ -18,6 +18,15 @@ pub(crate) struct Agent {
     _dir: tempfile::TempDir,
 }
 
+/// Everything `child` wrote to its (piped) stderr: call after it exited.
+pub(crate) fn stderr_of(child: &mut Child) -> String {
+    let mut log = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut log).unwrap();
+    }
+    log
+}
+
 impl Drop for Agent {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -375,14 +384,7 @@ fn sighup_reloads_and_a_bad_reload_keeps_the_old_configuration() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success());
-    let mut log = String::new();
-    agent
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let log = stderr_of(&mut agent.child);
     assert!(
         log.contains("reload failed; keeping the running configuration"),
         "{log}"
@@ -474,14 +476,7 @@ fn sighup_reloads_the_defaults_file_and_the_first_scrape_is_complete() {
 
     signal(agent.child.id(), "TERM");
     let _ = agent.child.wait();
-    let mut log = String::new();
-    agent
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let log = stderr_of(&mut agent.child);
     assert!(log.contains("MariaDB defaults file reloaded"), "{log}");
     assert!(
         log.contains("MariaDB defaults file reload failed; keeping the running targets"),
@@ -781,13 +776,7 @@ fn tls_and_basic_auth() {
     );
     let _ = child.kill();
     let _ = child.wait();
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let log = stderr_of(&mut child);
     assert!(
         !log.contains("scrape-Pw-9") && !log.contains(&hash) && !log.contains("rotated-Pw-2"),
         "no credential in the log"
@@ -951,13 +940,7 @@ fn a_fifo_certificate_on_reload_neither_blocks_nor_wedges_the_agent() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let log = stderr_of(&mut child);
     assert!(
         status.is_some_and(|s| s.success()),
         "SIGTERM stops the agent after the FIFO reload: {status:?}\n{log}"
