@@ -182,14 +182,23 @@ fn page_call(
     }
 }
 
-/// Number of page sizes `perfstat_memory_page` reports (the count query).
+/// Number of page sizes `perfstat_memory_page` reports (the count query, with the sizes
+/// [`memory_pages`] tries: a library that knows only the older layout refuses the newer size
+/// for the count as well).
 ///
 /// # Errors
 ///
-/// [`PerfstatError`] if the count query fails.
+/// [`PerfstatError`] if the count query fails with both sizes.
 pub fn memory_page_count() -> Result<usize, PerfstatError> {
     let mut psize = perfstat_psize_t { psize: FIRST_PSIZE };
-    count_with("perfstat_memory_page", page_call(&mut psize), errno)
+    fill_list_versioned(
+        "perfstat_memory_page",
+        &mut [],
+        &[MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61],
+        page_call(&mut psize),
+        errno,
+    )
+    .map(|(filled, _)| filled.available)
 }
 
 /// Per page size memory counters into the front of `out` (count query first): the 224-byte
