@@ -427,7 +427,8 @@ typedef struct {
  *     njmon, power-devops/perfstat and an AIX Prometheus exporter read them, with `version`
  *     before real_avail as in perfstat_memory_total_t (none of the three reads `version`, so
  *     its place is inferred, not checked against an IBM header);
- *   152 bytes: the AIX 6.1 layout, ending at virt_active.
+ *   152 bytes: the AIX 6.1 layout, ending at virt_active (as an IBM AIX 6.1 libperfstat.h,
+ *     bos61J 1.4.4.21, copied into a public repository, declares it).
  * The library accepts only sizes it knows: a wrong newest size is refused and the 152-byte
  * layout is used, with the later fields zero. */
 typedef struct {

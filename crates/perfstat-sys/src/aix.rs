@@ -22,9 +22,7 @@ use crate::functions::{
     perfstat_cpu, perfstat_cpu_total, perfstat_memory_page, perfstat_memory_total,
     perfstat_partition_config, perfstat_partition_total, perfstat_process,
 };
-use crate::layout::{
-    MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61, PARTITION_CONFIG_SIZE, PARTITION_CONFIG_SIZE_OLDER,
-};
+use crate::layout::{MEMORY_PAGE_SIZES, PARTITION_CONFIG_SIZES};
 use crate::{FIRST_PSIZE, id_first, id_for_pid};
 
 unsafe extern "C" {
@@ -78,7 +76,7 @@ pub fn partition_config() -> Result<perfstat_partition_config_t, PerfstatError> 
     fill_versioned(
         "perfstat_partition_config",
         &mut out,
-        &[PARTITION_CONFIG_SIZE, PARTITION_CONFIG_SIZE_OLDER],
+        &PARTITION_CONFIG_SIZES,
         |buf, size, n| {
             // SAFETY: NULL selector as documented for this function; `buf` points to a live,
             // writable perfstat_partition_config_t of at least `size` bytes.
@@ -173,6 +171,9 @@ fn page_call(
         let sel: *mut perfstat_psize_t = if buf.is_null() {
             ptr::null_mut()
         } else {
+            // Every data call starts at the first page size: the library moves the selector
+            // on, and a refused size is retried with an older one.
+            psize.psize = FIRST_PSIZE;
             &raw mut *psize
         };
         // SAFETY: for the count query both pointers are NULL and n is 0 (IBM
@@ -194,7 +195,7 @@ pub fn memory_page_count() -> Result<usize, PerfstatError> {
     fill_list_versioned(
         "perfstat_memory_page",
         &mut [],
-        &[MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61],
+        &MEMORY_PAGE_SIZES,
         page_call(&mut psize),
         errno,
     )
@@ -213,7 +214,7 @@ pub fn memory_pages(out: &mut [perfstat_memory_page_t]) -> Result<Filled, Perfst
     fill_list_versioned(
         "perfstat_memory_page",
         out,
-        &[MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61],
+        &MEMORY_PAGE_SIZES,
         page_call(&mut psize),
         errno,
     )

@@ -310,7 +310,8 @@ pub fn partition_total_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::{perfstat_cpu_t, perfstat_memory_page_t};
+    use crate::bindings::{perfstat_cpu_t, perfstat_memory_page_t, perfstat_partition_config_t};
+    use crate::layout::{MEMORY_PAGE_SIZES, PARTITION_CONFIG_SIZES};
     use core::cell::Cell;
     use core::mem::offset_of;
     use std::vec::Vec;
@@ -610,6 +611,159 @@ mod tests {
         );
         assert_eq!(got.map(|(f, s)| (f.filled, s)), Ok((3, 224)));
         assert_eq!(out[1].psize, 0x1_0000);
+    }
+
+    /// The count query alone (`memory_page_count`: an empty slice) with the sizes
+    /// `memory_pages` tries: an old library refuses the newest size for the count as well.
+    #[test]
+    fn versioned_count_query_falls_back_too() {
+        let mut calls = Vec::new();
+        let got = fill_list_versioned::<perfstat_memory_page_t>(
+            "perfstat_memory_page",
+            &mut [],
+            &MEMORY_PAGE_SIZES,
+            fake_old_pages(&mut calls),
+            || EINVAL,
+        );
+        let expected = Filled {
+            available: 3,
+            filled: 0,
+        };
+        assert_eq!(got, Ok((expected, 152)));
+        assert_eq!(calls, [(224, 0, true), (152, 0, true)]);
+        // A library that knows the newest size: one count query, nothing else.
+        let mut calls = Vec::new();
+        let got = fill_list_versioned::<perfstat_memory_page_t>(
+            "perfstat_memory_page",
+            &mut [],
+            &MEMORY_PAGE_SIZES,
+            fake_pages(&mut calls),
+            || unreachable!("errno read after a successful call"),
+        );
+        assert_eq!(got, Ok((expected, 224)));
+        assert_eq!(calls, [(224, 0, true)]);
+    }
+
+    /// The count query accepts the newest size but the data call refuses it: both are redone
+    /// with the older size, into the same buffer, and the records are spread.
+    #[test]
+    fn newest_size_refused_by_the_data_call_only() {
+        let mut calls = Vec::new();
+        let mut passed = Vec::new();
+        let mut out = [perfstat_memory_page_t::default(); 4];
+        let got = {
+            let mut old = fake_old_pages(&mut calls);
+            let fake = |buf: *mut perfstat_memory_page_t, size, n| {
+                passed.push((size, n, buf.is_null()));
+                // The count query works with any size; the data call only with 152.
+                old(buf, if buf.is_null() { 152 } else { size }, n)
+            };
+            fill_list_versioned(
+                "perfstat_memory_page",
+                &mut out,
+                &MEMORY_PAGE_SIZES,
+                fake,
+                || EINVAL,
+            )
+        };
+        assert_eq!(got.map(|(f, s)| (f.filled, s)), Ok((3, 152)));
+        assert_eq!(
+            passed,
+            [
+                (224, 0, true),
+                (224, 3, false),
+                (152, 0, true),
+                (152, 3, false)
+            ]
+        );
+        assert_eq!(out[2].psize, 0x100_0000);
+        assert_eq!((out[2].virt_active, out[2].comprsd_total), (9, 0));
+    }
+
+    /// Both sizes refused by the count query: the errno of the last (oldest) attempt, and
+    /// nothing written.
+    #[test]
+    fn versioned_list_both_sizes_refused() {
+        let mut sizes = Vec::new();
+        let mut errnos = [EINVAL, EFAULT].into_iter();
+        let mut out = [perfstat_memory_page_t::default(); 2];
+        out[0].psize = 5;
+        let got = fill_list_versioned(
+            "perfstat_memory_page",
+            &mut out,
+            &MEMORY_PAGE_SIZES,
+            |buf: *mut perfstat_memory_page_t, size, _| {
+                sizes.push((size, buf.is_null()));
+                -1
+            },
+            || errnos.next().unwrap(),
+        );
+        let expected = PerfstatError::Failed {
+            function: "perfstat_memory_page",
+            errno: EFAULT,
+        };
+        assert_eq!(got, Err(expected));
+        assert_eq!(sizes, [(224, true), (152, true)]);
+        assert_eq!(out[0].psize, 5);
+    }
+
+    /// `partition_config`'s sizes: 808 (with `subprocessor_mode`) first, else 800, whose
+    /// library leaves `subprocessor_mode` 0 whatever the buffer held.
+    #[test]
+    fn partition_config_sizes_newest_first() {
+        let fake = |accept: c_int| {
+            move |buf: *mut perfstat_partition_config_t, size: c_int, n: c_int| {
+                assert_eq!(n, 1);
+                if size != accept && size != 800 {
+                    return -1;
+                }
+                // SAFETY: `buf` points to the live struct passed by `fill_versioned`, of at
+                // least `size` bytes.
+                let c = unsafe { &mut *buf };
+                c.targetmemexpsize = 42;
+                if size == 808 {
+                    c.subprocessor_mode = 2;
+                }
+                1
+            }
+        };
+        let mut out = perfstat_partition_config_t {
+            subprocessor_mode: 7,
+            ..Default::default()
+        };
+        let size = fill_versioned(
+            "perfstat_partition_config",
+            &mut out,
+            &PARTITION_CONFIG_SIZES,
+            fake(808),
+            || unreachable!(),
+        );
+        assert_eq!(size, Ok(808));
+        assert_eq!((out.targetmemexpsize, out.subprocessor_mode), (42, 2));
+
+        out.subprocessor_mode = 7;
+        let size = fill_versioned(
+            "perfstat_partition_config",
+            &mut out,
+            &PARTITION_CONFIG_SIZES,
+            fake(800),
+            || EINVAL,
+        );
+        assert_eq!(size, Ok(800));
+        assert_eq!((out.targetmemexpsize, out.subprocessor_mode), (42, 0));
+
+        let err = fill_versioned(
+            "perfstat_partition_config",
+            &mut out,
+            &PARTITION_CONFIG_SIZES,
+            |_: *mut perfstat_partition_config_t, _, _| -1,
+            || EINVAL,
+        );
+        let expected = PerfstatError::Failed {
+            function: "perfstat_partition_config",
+            errno: EINVAL,
+        };
+        assert_eq!(err, Err(expected));
     }
 
     #[test]

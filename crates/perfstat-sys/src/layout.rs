@@ -23,6 +23,8 @@ pub const PARTITION_TOTAL_AIX61_END: usize = 476;
 pub const PARTITION_CONFIG_SIZE: usize = 808;
 /// `perfstat_partition_config_t` up to `targetmemexpsize` (JNA's layout), the fallback.
 pub const PARTITION_CONFIG_SIZE_OLDER: usize = 800;
+/// The sizes `perfstat_sys::partition_config` passes, newest first.
+pub const PARTITION_CONFIG_SIZES: [usize; 2] = [PARTITION_CONFIG_SIZE, PARTITION_CONFIG_SIZE_OLDER];
 /// Offset of `processorMHz`: where AIX puts the `double` (Linux would put it at 344).
 pub const PROCESSOR_MHZ_OFFSET: usize = 340;
 /// `perfstat_cpu_total_t`.
@@ -35,6 +37,8 @@ pub const MEMORY_TOTAL_SIZE: usize = 352;
 pub const MEMORY_PAGE_SIZE: usize = 224;
 /// `perfstat_memory_page_t` as of AIX 6.1, ending at `virt_active`: the fallback.
 pub const MEMORY_PAGE_SIZE_AIX61: usize = 152;
+/// The sizes `perfstat_sys::memory_pages` (and its count query) pass, newest first.
+pub const MEMORY_PAGE_SIZES: [usize; 2] = [MEMORY_PAGE_SIZE, MEMORY_PAGE_SIZE_AIX61];
 /// `perfstat_process_t`.
 pub const PROCESS_SIZE: usize = 288;
 
