@@ -53,7 +53,8 @@ pub(crate) enum Command {
     /// sample at /metrics, /api/v1/snapshot, /healthz
     ///
     /// Exits 3 before binding when a flag or the configuration is wrong. SIGHUP reloads
-    /// --config.file and --web.config.file (a bad file keeps the running one); SIGTERM stops
+    /// --config.file, --web.config.file and --mariadb.defaults-file (a bad file keeps the
+    /// running one; powerdiag_config_last_reload_successful says how it went); SIGTERM stops
     /// within 5 s.
     Agent(AgentArgs),
     /// Print a shell completion script (the packages install them)

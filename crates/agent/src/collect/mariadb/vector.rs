@@ -61,7 +61,7 @@ pub(crate) async fn discover(
                     let unsized_left = hidden.iter().any(|h| {
                         !h.loaded
                             && !persistent.as_ref().is_ok_and(|rows| {
-                                has_persistent_size(rows, h.index.hidden_table.as_deref())
+                                persistent_size(rows, h.index.hidden_table.as_deref()).is_some()
                             })
                     });
                     // The file allocation, the last resort: INNODB_SYS_TABLESPACES stats every
@@ -158,10 +158,16 @@ pub(crate) fn hidden_rows(names: &[TextRow], stats: &[TextRow]) -> Vec<TextRow> 
         .collect()
 }
 
-/// Whether `mysql.innodb_table_stats` (rows of [`PERSISTENT_SQL`]) sizes `name`.
-fn has_persistent_size(rows: &[TextRow], name: Option<&str>) -> bool {
-    rows.iter()
-        .any(|r| tcol(r, 0).as_deref() == name && tcol_u64(r, 2).is_some_and(|p| p > 0))
+/// What `mysql.innodb_table_stats` (rows of [`PERSISTENT_SQL`]) says of the hidden table
+/// `name` when it sizes it: (rows, clustered-index pages > 0, age in seconds as the server
+/// printed it).
+fn persistent_size(
+    rows: &[TextRow],
+    name: Option<&str>,
+) -> Option<(Option<u64>, u64, Option<String>)> {
+    let r = rows.iter().find(|r| tcol(r, 0).as_deref() == name)?;
+    let pages = tcol_u64(r, 2).filter(|p| *p > 0)?;
+    Some((tcol_u64(r, 1), pages, tcol(r, 3)))
 }
 
 /// Sets each hidden table's file allocation from [`HIDDEN_ALLOCATED_SQL`]'s rows.
@@ -239,15 +245,9 @@ pub(crate) fn resolve_sizes(
             if h.loaded {
                 return idx;
             }
-            let name = idx.hidden_table.clone().unwrap_or_default();
-            let stored = persistent.ok().and_then(|rows| {
-                rows.iter()
-                    .find(|r| tcol(r, 0).as_deref() == Some(name.as_str()))
-                    .and_then(|r| {
-                        let pages = tcol_u64(r, 2).filter(|p| *p > 0)?;
-                        Some((tcol_u64(r, 1), pages, tcol(r, 3)))
-                    })
-            });
+            let stored = persistent
+                .ok()
+                .and_then(|rows| persistent_size(rows, idx.hidden_table.as_deref()));
             if let Some((rows, pages, age)) = stored {
                 idx.rows = rows;
                 idx.rows_source = rows.map(|_| "mysql.innodb_table_stats (hidden graph table)".into());
@@ -614,8 +614,11 @@ mod tests {
             [false, true]
         );
         let persistent = [row(&[Some("b/u#i#02"), Some("500"), Some("7"), Some("1")])];
-        assert!(!has_persistent_size(&persistent, Some("a/t#i#01")));
-        assert!(has_persistent_size(&persistent, Some("b/u#i#02")));
+        assert_eq!(persistent_size(&persistent, Some("a/t#i#01")), None);
+        assert_eq!(
+            persistent_size(&persistent, Some("b/u#i#02")),
+            Some((Some(500), 7, Some("1".into())))
+        );
         set_allocated(
             &mut hidden,
             &[

@@ -187,7 +187,7 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, CollectError> {
             .collect();
         if !mhz.is_empty() {
             cpu.current_mhz = Some(mhz.iter().sum::<f64>() / mhz.len() as f64);
-            cpu.current_source = Some(CPUINFO_MHZ.into());
+            cpu.current_source = Some(powerdiag_rules::CPUINFO_MHZ.into());
         }
     } else {
         cpu.current_mhz = Some(cur.iter().sum::<f64>() / cur.len() as f64);
@@ -302,9 +302,6 @@ fn policies(r: &Roots) -> Vec<std::path::PathBuf> {
     v.sort_by_key(|(n, _)| *n);
     v.into_iter().map(|(_, p)| p).collect()
 }
-
-/// `CpuFacts::current_source` when the current frequency is cpuinfo's `cpu MHz`.
-pub(crate) const CPUINFO_MHZ: &str = powerdiag_rules::CPUINFO_MHZ;
 
 #[cfg(test)]
 mod tests {
@@ -422,7 +419,10 @@ mod tests {
         ]);
         let c = collect(&Roots::tree(dir.path())).unwrap();
         assert_eq!(c.current_mhz, Some(2593.906), "{c:?}");
-        assert_eq!(c.current_source.as_deref(), Some(CPUINFO_MHZ));
+        assert_eq!(
+            c.current_source.as_deref(),
+            Some(powerdiag_rules::CPUINFO_MHZ)
+        );
         assert_eq!(c.nominal_mhz, None);
         assert_eq!(c.measured_mhz(), None);
     }
