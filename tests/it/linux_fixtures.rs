@@ -6,7 +6,10 @@ use std::{
     time::Duration,
 };
 
-use powerdiag_agent::collect::{self, CollectOptions, MariadbOptions, NoProgress, os::Roots};
+use powerdiag_agent::collect::{
+    self, CollectOptions, MariadbOptions, NoProgress,
+    os::{self, Roots},
+};
 use powerdiag_rules::{Gathered, Snapshot, evaluate};
 use serde_json::json;
 
@@ -50,8 +53,8 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
 fn every_tree_replays_to_its_expected_facts_and_verdicts() {
     let trees = trees();
     assert!(
-        trees.len() >= 7,
-        "expected the seven fixture trees, found {trees:?}"
+        trees.len() >= 8,
+        "expected the eight fixture trees, found {trees:?}"
     );
     for tree in trees {
         let name = tree.file_name().unwrap().to_string_lossy().into_owned();
@@ -132,6 +135,102 @@ fn prometheus_procfs_fixtures_replay_to_procfs_own_expected_values() {
         powerdiag_rules::Status::InsufficientData,
         "{pd501:?}"
     );
+}
+
+/// Swapping and a saturated disk cannot be produced on the test VM (no swap device, one
+/// virtual disk): x86-swapping-saturated-datadir records them over a 30 s window
+/// (`recorded/`), replayed here with the directories a connected local server reports.
+#[test]
+fn a_recorded_window_replays_swapping_and_a_saturated_datadir() {
+    let tree = fixtures().join("x86-swapping-saturated-datadir");
+    let dirs: Vec<(String, String)> = [
+        ("datadir", "/var/lib/mysql/"),
+        ("tmpdir", "/tmp"),
+        ("innodb_log_group_home_dir", "/var/lib/mysql/"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .into();
+    let judge = |roots: &Roots| {
+        let server = os::ServerProcess::Local {
+            pid_file: "/run/mysqld/mysqld.pid",
+            dirs: &dirs,
+        };
+        // The requested window is zero: a tree's window is the recorded one.
+        let w = os::begin(roots, server, Duration::ZERO);
+        let (facts, _) = os::finish(w, Duration::ZERO, Duration::from_secs(30));
+        let mut snap = Snapshot::new("test");
+        snap.os = Gathered::Available(facts);
+        let report = evaluate(&snap);
+        let status = |code: &str| {
+            let c = report.checks.iter().find(|c| c.code == code).unwrap();
+            (c.status, c.summary.clone())
+        };
+        (snap, status("PD504"), status("PD801"), status("PD802"))
+    };
+
+    let (snap, pd504, pd801, pd802) = judge(&Roots::tree(&tree));
+    let Gathered::Available(os) = &snap.os else {
+        panic!("no os facts")
+    };
+    let swap = os.swap.as_ref().unwrap();
+    assert_eq!(
+        (swap.basis.as_str(), swap.pages_in, swap.pages_out),
+        ("window 30.00 s", 41_344, 58_880)
+    );
+    let fs = os.storage.as_ref().unwrap();
+    assert_eq!(fs.len(), 2, "{fs:?}");
+    let data = fs.iter().find(|f| f.roles[0] == "datadir").unwrap();
+    assert_eq!(data.roles, ["datadir", "innodb_log_group_home_dir"]);
+    assert_eq!(
+        (
+            data.mount_point.as_deref(),
+            data.fs_type.as_deref(),
+            data.device.as_deref()
+        ),
+        (Some("/var/lib/mysql"), Some("xfs"), Some("252:16 vdb"))
+    );
+    // The recorded statvfs: 131006464 and 55050240 blocks of 4 KiB.
+    assert_eq!(
+        (data.total_bytes, data.available_bytes),
+        (131_006_464 * 4096, 55_050_240 * 4096)
+    );
+    // Δio_ticks 29460 ms and Δtime_in_queue 391530 ms over 30 s.
+    assert_eq!(data.busy_share, Some(29_460.0 / 30_000.0));
+    assert_eq!(data.avg_in_flight, Some(391_530.0 / 30_000.0));
+    assert_eq!(data.io_basis.as_deref(), Some("window 30.00 s"));
+    let tmp = fs.iter().find(|f| f.roles == ["tmpdir"]).unwrap();
+    assert_eq!(tmp.device.as_deref(), Some("252:1 vda1"));
+
+    use powerdiag_rules::Status;
+    assert_eq!(pd504.0, Status::Fail, "{pd504:?}");
+    assert!(
+        pd504.1.contains("3.2 GiB of mariadbd's memory is in swap"),
+        "{pd504:?}"
+    );
+    assert_eq!(pd802.0, Status::Fail, "{pd802:?}");
+    assert!(
+        pd802
+            .1
+            .contains("252:16 vdb (under datadir, innodb_log_group_home_dir) was busy 98"),
+        "{pd802:?}"
+    );
+    assert_eq!(pd801.0, Status::Pass, "{pd801:?}");
+
+    // The same tree without its records: no window and no free space, and the rules say so
+    // instead of passing.
+    let bare = tempfile::tempdir().unwrap();
+    for sub in ["proc", "sys", "root"] {
+        copy_dir(&tree.join(sub), &bare.path().join(sub));
+    }
+    let (snap, pd504, pd801, pd802) = judge(&Roots::tree(bare.path()));
+    let Gathered::Available(os) = &snap.os else {
+        panic!("no os facts")
+    };
+    assert_eq!(os.swap.as_ref().unwrap().basis, "since boot");
+    assert_eq!(pd504.0, Status::Fail, "VmSwap alone still fails: {pd504:?}");
+    assert_eq!(pd801.0, Status::InsufficientData, "{pd801:?}");
+    assert!(pd801.1.contains("recorded/statvfs"), "{pd801:?}");
+    assert_eq!(pd802.0, Status::InsufficientData, "{pd802:?}");
 }
 
 #[test]

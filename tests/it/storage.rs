@@ -1,11 +1,100 @@
 //! PD801 on a real server whose datadir is on a small filesystem (a tmpfs that `tests/run.sh`
 //! mounts for the `tiny` server): filled past the limit it fails, freed it passes. Swap and a
 //! saturated disk cannot be produced on this VM: PD504 and PD802 are covered by their unit
-//! tests, and here PD802 must say why it could not judge a tmpfs (no block device).
+//! tests and by the recorded window of tests/fixtures/linux/x86-swapping-saturated-datadir
+//! (tests/it/linux_fixtures.rs); here PD802 must say why it could not judge a tmpfs (no block
+//! device), and record.sh's window and statvfs of a live server's host must replay.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
-use crate::support::{Server, check, doctor_json};
+use mysql_async::prelude::Queryable;
+use powerdiag_agent::collect::os::{self, Roots, ServerProcess};
+use powerdiag_rules::Gathered;
+
+use crate::support::{Server, block_on, check, doctor_json};
+
+/// tests/fixtures/linux/record.sh with RECORD_WINDOW and RECORD_DIRS on the host of a live
+/// server: the tree replays over the recorded window, with the recorded free space.
+#[test]
+fn record_sh_records_a_window_and_free_space_that_replay() {
+    let server = Server::m1011();
+    let (datadir, tmpdir): (String, String) = block_on(async {
+        let mut c = server.pool().get_conn().await.unwrap();
+        c.query_first("SELECT @@datadir, @@tmpdir")
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    let out = tempfile::tempdir().unwrap();
+    let tree = out.path().join("tree");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/linux/record.sh");
+    let rec = std::process::Command::new(script)
+        .arg(&tree)
+        .arg(server.pid().to_string())
+        .env("RECORD_WINDOW", "1")
+        .env("RECORD_DIRS", format!("{datadir} {tmpdir}"))
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "record.sh: {}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let recorded = tree.join("recorded");
+    let seconds: f64 = std::fs::read_to_string(recorded.join("window-seconds"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(seconds >= 1.0, "{seconds}");
+    // path -> bytes available, as stat -f printed them.
+    let table = std::fs::read_to_string(recorded.join("statvfs")).unwrap();
+    let available = |dir: &str| -> u64 {
+        let row: Vec<u64> = table
+            .lines()
+            .find(|l| l.split('\t').next() == Some(dir))
+            .unwrap_or_else(|| panic!("{dir} not in {table}"))
+            .split('\t')
+            .skip(1)
+            .map(|n| n.parse().unwrap())
+            .collect();
+        row[0] * row[2]
+    };
+
+    let dirs = vec![
+        ("datadir".to_owned(), datadir.clone()),
+        ("tmpdir".to_owned(), tmpdir.clone()),
+    ];
+    let roots = Roots::tree(&tree);
+    let w = os::begin(
+        &roots,
+        ServerProcess::Local {
+            pid_file: "/run/mysqld/mysqld.pid",
+            dirs: &dirs,
+        },
+        Duration::ZERO,
+    );
+    let (facts, _) = os::finish(w, Duration::ZERO, Duration::from_secs(30));
+    let window = format!("window {seconds:.2} s");
+    assert_eq!(facts.swap.as_ref().unwrap().basis, window);
+    assert_eq!(facts.cpu_time.as_ref().unwrap().basis, window);
+    let Gathered::Available(fs) = &facts.storage else {
+        panic!("{:?}", facts.storage)
+    };
+    for f in fs {
+        assert_eq!(f.space_unread, None, "{f:?}");
+        assert_eq!(f.available_bytes, available(&f.path), "{f:?}");
+        assert!(f.total_bytes >= f.available_bytes, "{f:?}");
+        // Over the recorded window, or a filesystem without a block device (tmpfs, overlay).
+        match (&f.io_basis, &f.io_unread) {
+            (Some(basis), None) => assert_eq!(basis, &window, "{f:?}"),
+            (None, Some(why)) => assert!(why.contains("has no block device"), "{f:?}"),
+            other => panic!("{other:?}: {f:?}"),
+        }
+    }
+    assert!(fs.iter().any(|f| f.roles.contains(&"datadir".to_owned())));
+}
 
 #[test]
 fn a_nearly_full_datadir_fails_pd801_and_freeing_it_passes() {

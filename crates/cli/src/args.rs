@@ -309,7 +309,8 @@ fn parse_statements_window(s: &str) -> Result<Duration, String> {
 /// node_exporter's flags: read a recorded tree instead of the live system.
 #[derive(Debug, Args)]
 pub(crate) struct PathArgs {
-    /// procfs mount point
+    /// procfs mount point (a recorded tree's `recorded/` beside it adds the recorded window
+    /// and free space)
     #[arg(long = "path.procfs", default_value = "/proc", value_name = "PATH")]
     pub(crate) procfs: PathBuf,
     /// sysfs mount point

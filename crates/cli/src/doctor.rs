@@ -90,11 +90,21 @@ pub(crate) fn roots(p: &PathArgs) -> Result<collect::os::Roots> {
     ] {
         anyhow::ensure!(path.is_dir(), "{flag} {}: not a directory", path.display());
     }
-    Ok(collect::os::Roots {
+    let mut roots = collect::os::Roots {
         procfs: p.procfs.clone(),
         sysfs: p.sysfs.clone(),
         rootfs: p.rootfs.clone(),
-    })
+        recorded: None,
+    };
+    // A recorded tree's own records (window, statvfs) beside its proc/, never for the live
+    // system: checked now, so a broken recording is refused before anything is collected.
+    if !roots.is_live() {
+        roots.recorded = collect::os::recorded::beside(&p.procfs);
+        if let Some(dir) = &roots.recorded {
+            collect::os::recorded::check(dir).map_err(|e| anyhow::anyhow!("--path.procfs: {e}"))?;
+        }
+    }
+    Ok(roots)
 }
 
 pub(crate) fn exit_code(worst: Option<Severity>) -> u8 {

@@ -8,6 +8,7 @@ mod aix;
 mod find;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
+pub mod recorded;
 pub(crate) mod registry;
 
 use std::{
@@ -35,6 +36,10 @@ pub struct Roots {
     pub procfs: PathBuf,
     pub sysfs: PathBuf,
     pub rootfs: PathBuf,
+    /// A recorded tree's `recorded/` directory, beside its `proc/`: what a tree cannot hold
+    /// as kernel files — the window's first reading (`window-start/proc/`, `window-seconds`)
+    /// and the server directories' `statvfs` (see [`recorded`]). `None` when live.
+    pub recorded: Option<PathBuf>,
 }
 
 impl Default for Roots {
@@ -43,15 +48,19 @@ impl Default for Roots {
             procfs: "/proc".into(),
             sysfs: "/sys".into(),
             rootfs: "/".into(),
+            recorded: None,
         }
     }
 }
 
 impl Roots {
-    /// A recorded tree with `proc/`, `sys/` and `root/` inside `dir`.
+    /// A recorded tree with `proc/`, `sys/` and `root/` inside `dir` (and `recorded/` when
+    /// it has one).
     pub fn tree(dir: &Path) -> Roots {
+        let procfs = dir.join("proc");
         Roots {
-            procfs: dir.join("proc"),
+            recorded: recorded::beside(&procfs),
+            procfs,
             sysfs: dir.join("sys"),
             rootfs: dir.join("root"),
         }

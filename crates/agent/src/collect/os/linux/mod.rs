@@ -52,6 +52,8 @@ pub(super) struct Window {
     roots: Roots,
     started: Instant,
     windowed: bool,
+    /// A recorded tree's window length (`recorded/window-seconds`); `None` when live.
+    recorded: Option<Duration>,
     process: Result<Found, CollectError>,
     server_dirs: Result<Vec<(String, String)>, CollectError>,
     baselines: Vec<Option<Box<dyn Any + Send>>>,
@@ -64,9 +66,14 @@ impl Window {
         // No window ("0s"): no first reading, so the shares, dispatches and SPURR/PURR ratio are
         // since boot, as documented. A first reading would make the "window" the few
         // milliseconds the collectors take, where one stolen tick reads as a large steal share.
-        let windowed = roots.is_live() && !window.is_zero();
+        // A recorded tree with a recorded window: the first readings come from the files
+        // recorded when it opened (`recorded/window-start/proc`), whatever `window` says.
+        let recorded = (!roots.is_live())
+            .then(|| roots.recorded_window())
+            .flatten();
+        let windowed = recorded.is_some() || (roots.is_live() && !window.is_zero());
         let ctx = Ctx {
-            roots,
+            roots: recorded.as_ref().map_or(roots, |(start, _)| start),
             windowed,
             window: Duration::ZERO,
             process: &process,
@@ -77,6 +84,7 @@ impl Window {
             roots: roots.clone(),
             started: Instant::now(),
             windowed,
+            recorded: recorded.map(|(_, length)| length),
             process,
             server_dirs,
             baselines,
@@ -106,7 +114,7 @@ impl Window {
         let ctx = Ctx {
             roots: &self.roots,
             windowed: self.windowed,
-            window: self.started.elapsed(),
+            window: self.recorded.unwrap_or_else(|| self.started.elapsed()),
             process: &self.process,
             server_dirs: &self.server_dirs,
         };

@@ -1,5 +1,5 @@
 //! The filesystems under the server's directories (`datadir`, `tmpdir`, the InnoDB log
-//! directory): free space (`statvfs`, live only), the mount (`/proc/PID/mountinfo`, the
+//! directory): free space (`statvfs`; a recorded tree's `recorded/statvfs`), the mount (`/proc/PID/mountinfo`, the
 //! server's own mount namespace), and the busy time and queue of its block device over the
 //! window (`/proc/diskstats`).
 
@@ -15,7 +15,7 @@ use super::fs::{parse_procfs, read};
 use crate::collect::{
     CollectError,
     os::{
-        Roots,
+        Roots, recorded,
         registry::{Collector, Ctx},
     },
 };
@@ -43,19 +43,33 @@ impl Collector for Storage {
         _: &OsFacts,
     ) -> Result<Vec<Filesystem>, CollectError> {
         let dirs = ctx.server_dirs.as_ref().map_err(Clone::clone)?;
-        if !ctx.roots.is_live() {
-            return Err(CollectError::skipped(
-                "unavailable: free space is read from the live filesystems only (a recorded tree has none)",
-            ));
-        }
+        // Free space: statvfs on the live system; a recorded tree's `recorded/statvfs`.
+        let recorded = if ctx.roots.is_live() {
+            None
+        } else {
+            let dir = ctx
+                .roots
+                .recorded
+                .as_deref()
+                .filter(|d| d.join("statvfs").exists());
+            let dir = dir.ok_or_else(|| {
+                CollectError::skipped(
+                    "unavailable: free space is read from the live filesystems (this recorded tree has no recorded/statvfs)",
+                )
+            })?;
+            Some(recorded::statvfs(dir).map_err(CollectError::Other)?)
+        };
         // The server's view: its mount namespace and root, when we may look (root or the same
-        // user); else ours.
+        // user); else ours. A tree holds the server's mountinfo (`proc/PID/mountinfo`).
         let pid = ctx.process.as_ref().ok().map(|f| f.pid);
         let ns_root = pid
+            .filter(|_| ctx.roots.is_live())
             .map(|p| ctx.roots.proc(format!("{p}/root")))
             .filter(|p| std::fs::read_dir(p).is_ok());
-        let mountinfo = match (pid, &ns_root) {
-            (Some(p), Some(_)) => ctx.roots.proc(format!("{p}/mountinfo")),
+        let own = pid.map(|p| ctx.roots.proc(format!("{p}/mountinfo")));
+        let mountinfo = match (&own, &ns_root) {
+            (Some(m), Some(_)) => m.clone(),
+            (Some(m), None) if !ctx.roots.is_live() && m.is_file() => m.clone(),
             _ => ctx.roots.proc("self/mountinfo"),
         };
         let mounts: MountInfos = parse_procfs(&mountinfo)?;
@@ -71,12 +85,26 @@ impl Collector for Storage {
             };
             // One directory that cannot be read (removed, no permission) costs only its own
             // entry: the others are still judged, and the rules say which one is unknown.
-            let vfs = rustix::fs::statvfs(&on_host).map_err(|e| {
-                CollectError::io(
-                    &on_host,
-                    &std::io::Error::from_raw_os_error(e.raw_os_error()),
-                )
-            });
+            let vfs = match &recorded {
+                None => rustix::fs::statvfs(&on_host)
+                    .map(|v| {
+                        let frsize = if v.f_frsize > 0 {
+                            v.f_frsize
+                        } else {
+                            v.f_bsize
+                        };
+                        (frsize, v.f_blocks, v.f_bavail)
+                    })
+                    .map_err(|e| {
+                        CollectError::io(
+                            &on_host,
+                            &std::io::Error::from_raw_os_error(e.raw_os_error()),
+                        )
+                    }),
+                Some(table) => table.get(&recorded::normal(path)).copied().ok_or_else(|| {
+                    CollectError::Other(format!("{path} is not in recorded/statvfs"))
+                }),
+            };
             let mount = mount_of(&mounts, Path::new(path));
             let key = match (&vfs, mount) {
                 (Ok(_), Some(m)) => m.mount_point.display().to_string(),
@@ -92,14 +120,9 @@ impl Collector for Storage {
                     ..Default::default()
                 };
                 match &vfs {
-                    Ok(vfs) => {
-                        let frsize = if vfs.f_frsize > 0 {
-                            vfs.f_frsize
-                        } else {
-                            vfs.f_bsize
-                        };
-                        fs.total_bytes = vfs.f_blocks.saturating_mul(frsize);
-                        fs.available_bytes = vfs.f_bavail.saturating_mul(frsize);
+                    Ok((frsize, blocks, avail)) => {
+                        fs.total_bytes = blocks.saturating_mul(*frsize);
+                        fs.available_bytes = avail.saturating_mul(*frsize);
                     }
                     Err(e) => fs.space_unread = Some(e.to_string()),
                 }
@@ -127,10 +150,12 @@ impl Collector for Storage {
                         }
                     }
                     (Some(_), _, _) => {
-                        fs.io_unread = Some(
+                        fs.io_unread = Some(if ctx.roots.is_live() {
                             "no sample window (--sample-window 0): device busy time not measured"
-                                .into(),
-                        );
+                                .into()
+                        } else {
+                            "the recorded tree has no recorded window (recorded/window-start/proc/diskstats): device busy time not measured".into()
+                        });
                     }
                     (None, _, _) => {
                         fs.io_unread = Some(format!(

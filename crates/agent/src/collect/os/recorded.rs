@@ -1,0 +1,220 @@
+//! What a recorded tree holds besides kernel files: its `recorded/` directory, beside `proc/`.
+//!
+//! A live sample reads some files twice (at the window's start and end) and asks the kernel
+//! for what no file holds (`statvfs`). A tree records both, so a replay judges the same window
+//! a live sample did:
+//!
+//! - `window-seconds`: the window's length, a decimal number of seconds (above 0, at most a
+//!   day);
+//! - `window-start/proc/`: the files read when the window opened (`vmstat`, `diskstats`,
+//!   `stat`, `lparcfg`, …) — every collector's first reading comes from there, the second from
+//!   the tree's `proc/`; a file missing there leaves its section since boot, as a live sample
+//!   without a first reading;
+//! - `statvfs`: one line per server directory, `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail` as
+//!   statvfs(3) returned them (`stat -f -c '%S %b %a' PATH`); `#` starts a comment.
+//!
+//! `tests/fixtures/linux/record.sh` writes it; without it a tree has no window and no free
+//! space, and the sections say so.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use super::Roots;
+
+/// The largest `recorded/` file read (the `statvfs` table, `window-seconds`).
+const MAX_BYTES: u64 = 1 << 20;
+/// The longest window a recording may claim.
+const MAX_WINDOW: Duration = Duration::from_secs(86_400);
+
+/// The `recorded/` directory beside a tree's `procfs` (`<tree>/proc` → `<tree>/recorded`),
+/// when there is one.
+pub fn beside(procfs: &Path) -> Option<PathBuf> {
+    let dir = procfs.parent()?.join("recorded");
+    dir.is_dir().then_some(dir)
+}
+
+/// Checks everything in `dir` a replay will read, naming the file and the fix: for `doctor`
+/// to refuse a broken recording before it collects anything.
+pub fn check(dir: &Path) -> Result<(), String> {
+    window(dir)?;
+    let vfs = dir.join("statvfs");
+    if vfs.exists() {
+        statvfs(dir)?;
+    }
+    Ok(())
+}
+
+/// The recorded window: the roots of its first reading (only `procfs` differs) and its
+/// length. `Ok(None)` when the tree recorded no window.
+pub(crate) fn window(dir: &Path) -> Result<Option<(PathBuf, Duration)>, String> {
+    let start = dir.join("window-start/proc");
+    let secs_file = dir.join("window-seconds");
+    match (start.is_dir(), secs_file.exists()) {
+        (false, false) => return Ok(None),
+        (true, false) | (false, true) => {
+            return Err(format!(
+                "{}: a recorded window needs both window-start/proc/ and window-seconds (record the tree again with tests/fixtures/linux/record.sh)",
+                dir.display()
+            ));
+        }
+        (true, true) => {}
+    }
+    let text = read_text(&secs_file)?;
+    let secs: f64 = text.trim().parse().map_err(|_| {
+        format!(
+            "{}: {:?} is not a number of seconds (write the window's length, e.g. 30.0)",
+            secs_file.display(),
+            text.trim().chars().take(40).collect::<String>()
+        )
+    })?;
+    let length = Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= MAX_WINDOW)
+        .ok_or_else(|| {
+            format!(
+                "{}: {secs} s is not a window length (above 0, at most {} s)",
+                secs_file.display(),
+                MAX_WINDOW.as_secs()
+            )
+        })?;
+    Ok(Some((start, length)))
+}
+
+/// `(f_frsize, f_blocks, f_bavail)` per directory as the server names it (a trailing `/`
+/// does not matter).
+pub(crate) type Statvfs = HashMap<String, (u64, u64, u64)>;
+
+/// The `statvfs` table of `dir`.
+pub(crate) fn statvfs(dir: &Path) -> Result<Statvfs, String> {
+    let path = dir.join("statvfs");
+    let text = read_text(&path)?;
+    let mut out = Statvfs::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = || {
+            format!(
+                "{} line {}: expected `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail` (stat -f -c '%S %b %a' PATH)",
+                path.display(),
+                i + 1
+            )
+        };
+        let f: Vec<&str> = line.split('\t').collect();
+        let [p, frsize, blocks, avail] = f[..] else {
+            return Err(bad());
+        };
+        let n = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
+        let (frsize, blocks, avail) = (n(frsize)?, n(blocks)?, n(avail)?);
+        if frsize == 0 || avail > blocks {
+            return Err(bad());
+        }
+        out.insert(normal(p), (frsize, blocks, avail));
+    }
+    Ok(out)
+}
+
+/// A directory's key in [`Statvfs`]: without trailing slashes (`/` stays `/`).
+pub(crate) fn normal(path: &str) -> String {
+    let t = path.trim_end_matches('/');
+    if t.is_empty() { "/".into() } else { t.into() }
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
+impl Roots {
+    /// The roots of a recorded window's first reading, and the window's length, when the tree
+    /// recorded one (a broken recording counts as none: [`check`] reports it).
+    pub(crate) fn recorded_window(&self) -> Option<(Roots, Duration)> {
+        let dir = self.recorded.as_deref()?;
+        let (procfs, length) = window(dir).ok()??;
+        Some((
+            Roots {
+                procfs,
+                recorded: None,
+                ..self.clone()
+            },
+            length,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_window_needs_both_halves_and_a_sane_length() {
+        let d = tempfile::tempdir().unwrap();
+        let rec = d.path().join("recorded");
+        std::fs::create_dir_all(&rec).unwrap();
+        assert_eq!(window(&rec), Ok(None));
+        put(&rec, "window-seconds", "30.5\n");
+        let e = window(&rec).unwrap_err();
+        assert!(
+            e.contains("needs both window-start/proc/ and window-seconds"),
+            "{e}"
+        );
+        put(&rec, "window-start/proc/vmstat", "pswpin 1\npswpout 2\n");
+        let (start, len) = window(&rec).unwrap().unwrap();
+        assert_eq!(
+            (start, len),
+            (rec.join("window-start/proc"), Duration::from_millis(30_500))
+        );
+        for bad in ["0", "-3", "NaN", "1e9", "thirty"] {
+            put(&rec, "window-seconds", bad);
+            let e = window(&rec).unwrap_err();
+            assert!(e.contains("window-seconds"), "{bad}: {e}");
+            assert!(check(&rec).is_err());
+        }
+        // The tree's roots find it beside proc/, and its first reading differs only in procfs.
+        put(&rec, "window-seconds", "10");
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        let roots = Roots::tree(d.path());
+        assert_eq!(roots.recorded.as_deref(), Some(rec.as_path()));
+        let (start, len) = roots.recorded_window().unwrap();
+        assert_eq!(len, Duration::from_secs(10));
+        assert_eq!(start.procfs, rec.join("window-start/proc"));
+        assert_eq!((start.sysfs, start.recorded), (roots.sysfs.clone(), None));
+    }
+
+    #[test]
+    fn statvfs_lines() {
+        let d = tempfile::tempdir().unwrap();
+        put(
+            d.path(),
+            "statvfs",
+            "# path\tf_frsize\tf_blocks\tf_bavail\n/var/lib/mysql/\t4096\t1000\t10\n/\t4096\t50\t5\n",
+        );
+        let t = statvfs(d.path()).unwrap();
+        assert_eq!(t["/var/lib/mysql"], (4096, 1000, 10));
+        assert_eq!(t["/"], (4096, 50, 5));
+        assert!(check(d.path()).is_ok());
+        for bad in [
+            "/x\t4096\t10\n",
+            "/x\t0\t10\t1\n",
+            "/x\t4096\t10\t11\n",
+            "/x\tmany\t10\t1\n",
+        ] {
+            put(d.path(), "statvfs", bad);
+            let e = statvfs(d.path()).unwrap_err();
+            assert!(e.contains("statvfs line 1: expected"), "{bad:?}: {e}");
+        }
+        assert_eq!(normal("/a/b//"), "/a/b");
+        assert_eq!(normal("/"), "/");
+    }
+}
