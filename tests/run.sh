@@ -7,7 +7,8 @@
 #      statement tests;
 #   2. cargo fmt --check, clippy -D warnings, cargo deny (bans, licences, sources; advisories
 #      when GitHub is reachable), cargo check of every target for ppc64le, and the AIX compile
-#      check of perfstat-sys (crates/perfstat-sys/ci-check.sh); the build; static (musl) debug
+#      check of perfstat-sys with its bindings check (crates/perfstat-sys/ci-check.sh; bindgen-cli
+#      0.73.2 installed once); the build; static (musl) debug
 #      builds for arm64 and ppc64le run under qemu-user on every recorded tree and example
 #      snapshot against the native build (tests/cross.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
@@ -79,6 +80,11 @@ else
 fi
 
 step "cross checks: every target for ppc64le, and perfstat-sys for AIX"
+# The bindings check (regen.sh --check) needs the bindgen that wrote them; clang and
+# libclang-dev come from packages.txt.
+if [ "$(bindgen --version 2>/dev/null)" != "bindgen 0.73.2" ]; then
+    cargo install --locked bindgen-cli --version 0.73.2
+fi
 cargo check --workspace --all-targets --locked --target powerpc64le-unknown-linux-gnu
 crates/perfstat-sys/ci-check.sh
 

@@ -8,8 +8,8 @@
 #     layout. Tier 3 target, no prebuilt std: needs `rustup component add rust-src` and
 #     RUSTC_BOOTSTRAP=1 (set here) for the nightly-only -Z flag. Building std for AIX fails
 #     with this toolchain; the crate is no_std so only core is built;
-#   - regen.sh --check (the committed bindings match the header) when bindgen and clang are
-#     installed; skipped with a note otherwise.
+#   - regen.sh --check (the committed bindings match the header): needs clang, libclang-dev
+#     and bindgen-cli 0.73.2 (tests/run.sh installs them); fails without them.
 #
 # Environment: PERFSTAT_AIX_TARGET_DIR (default target/perfstat-aix in the workspace) keeps
 # the build-std artifacts apart from the normal target directory.
@@ -37,10 +37,13 @@ echo "== RUSTC_BOOTSTRAP=1 cargo clippy -p perfstat-sys --target powerpc64-ibm-a
 RUSTC_BOOTSTRAP=1 cargo clippy -p perfstat-sys --locked --target powerpc64-ibm-aix \
     -Zbuild-std=core --target-dir "$aix_target_dir" -- -D warnings
 
-if command -v "${BINDGEN:-bindgen}" >/dev/null && command -v "${CLANG:-clang}" >/dev/null; then
-    echo "== crates/perfstat-sys/regen.sh --check"
-    "$crate_dir/regen.sh" --check
-else
-    echo "== regen.sh --check skipped: bindgen or clang not installed"
+# The committed bindings must match the header: not skipped when the tools are missing (a
+# check that silently does not run proves nothing). tests/run.sh installs both.
+if ! command -v "${BINDGEN:-bindgen}" >/dev/null || ! command -v "${CLANG:-clang}" >/dev/null; then
+    echo "perfstat-sys ci-check: regen.sh --check needs clang and bindgen 0.73.2:" >&2
+    echo "  apt-get install clang libclang-dev && cargo install --locked bindgen-cli --version 0.73.2" >&2
+    exit 1
 fi
+echo "== crates/perfstat-sys/regen.sh --check"
+"$crate_dir/regen.sh" --check
 echo "perfstat-sys ci-check: ok"
