@@ -54,14 +54,15 @@ impl Rule for StorageSaturated {
         let filesystems = s.storage()?;
         let mut evidence = Vec::new();
         let mut saturated = Vec::new();
-        let mut unread = Vec::new();
+        // (reason, the roles it applies to): one reason said once.
+        let mut unread: Vec<(String, Vec<String>)> = Vec::new();
         for f in filesystems {
             let (Some(busy), Some(queue)) = (f.busy_share, f.avg_in_flight) else {
-                unread.push(format!(
-                    "{}: {}",
-                    f.roles.join(", "),
-                    f.io_unread.as_deref().unwrap_or("no device statistics")
-                ));
+                let why = f.io_unread.as_deref().unwrap_or("no device statistics");
+                match unread.iter_mut().find(|(w, _)| w == why) {
+                    Some((_, roles)) => roles.extend(f.roles.iter().cloned()),
+                    None => unread.push((why.to_owned(), f.roles.clone())),
+                }
                 continue;
             };
             let device = f.device.as_deref().unwrap_or("?");
@@ -79,6 +80,10 @@ impl Rule for StorageSaturated {
                 ));
             }
         }
+        let unread: Vec<String> = unread
+            .into_iter()
+            .map(|(why, roles)| format!("{}: {why}", roles.join(", ")))
+            .collect();
         if saturated.is_empty() && evidence.is_empty() {
             return Err(Verdict::insufficient(if unread.is_empty() {
                 "no filesystem of the server was read".to_owned()

@@ -9,7 +9,7 @@ use powerdiag_rules::{CollectorRun, OsFacts};
 
 use super::{
     ps,
-    translate::{self, Raw, RawProcess},
+    translate::{self, Raw, RawDir, RawProcess},
 };
 use crate::collect::{
     CollectError,
@@ -27,6 +27,8 @@ pub(crate) struct Window {
     roots: Roots,
     started: Instant,
     process: Result<Found, CollectError>,
+    /// The server's directories (`datadir`, `tmpdir`, ...), or why there are none.
+    server_dirs: Result<Vec<(String, String)>, CollectError>,
     before: Option<PartitionTotal>,
     /// `perfstat_memory_total` when the window opened (the paging-space counters).
     memory_before: Option<perfstat_sys::perfstat_memory_total_t>,
@@ -44,6 +46,7 @@ impl Window {
             } else {
                 Err(CollectError::skipped(NOT_LIVE))
             },
+            server_dirs: crate::collect::os::find::server_dirs(server),
             before: if live && !window.is_zero() {
                 perfstat_sys::partition_total().ok()
             } else {
@@ -90,6 +93,18 @@ impl Window {
             process: self
                 .process
                 .map(|f| process(f.pid, f.by.to_owned()))
+                .map_err(|e| e.to_string()),
+            storage: self
+                .server_dirs
+                .map(|dirs| {
+                    dirs.into_iter()
+                        .map(|(role, path)| RawDir {
+                            df: ps::run(ps::DF, &ps::df_args(&path), ps::TIMEOUT),
+                            role,
+                            path,
+                        })
+                        .collect()
+                })
                 .map_err(|e| e.to_string()),
         };
         let facts = translate::os_facts(&raw);

@@ -14,6 +14,7 @@
 //! | `LDR_CNTRL` | `ps eww PID` (environment after the arguments) |
 //! | loaded modules (compiler, allocator) | `procldd PID` |
 //! | DSCR default | `dscrctl -q` (`os_default_pd`) |
+//! | a server directory's filesystem, size and free space | `df -P -k DIR` (POSIX format) |
 //!
 //! Every command runs with an absolute path, `LC_ALL=C`, no stdin and a deadline
 //! ([`TIMEOUT`]); its output is parsed here by pure functions, tested on every platform with
@@ -32,6 +33,10 @@ pub(crate) const PS: &str = "/usr/bin/ps";
 pub(crate) const PROCLDD: &str = "/usr/bin/procldd";
 /// AIX `dscrctl`: the Data Stream Control Register settings.
 pub(crate) const DSCRCTL: &str = "/usr/sbin/dscrctl";
+/// AIX `df`: `-P` prints the POSIX portable format (one line per filesystem), `-k` 1024-byte
+/// blocks. It runs `statvfs` on the directory, as the Linux collector does, and names the
+/// mount and its logical volume, which `statvfs` alone does not.
+pub(crate) const DF: &str = "/usr/bin/df";
 /// Longest a command may run before it is killed.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 /// Most output read from a command (`ps eww` of a process with a large environment is the
@@ -262,6 +267,59 @@ pub(crate) fn parse_dscr(out: &str) -> Option<u64> {
     })
 }
 
+/// `df` arguments for one directory (its filesystem's line only).
+pub(crate) fn df_args(dir: &str) -> Vec<String> {
+    vec!["-P".into(), "-k".into(), dir.into()]
+}
+
+/// One filesystem from `df -P -k`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DfRow {
+    /// The device (`/dev/fslv00`, a logical volume) or remote name (`host:/export`).
+    pub(crate) device: String,
+    pub(crate) total_kb: u64,
+    pub(crate) available_kb: u64,
+    pub(crate) mount_point: String,
+}
+
+/// The filesystem line of `df -P -k DIR`: `Filesystem 1024-blocks Used Available Capacity
+/// Mounted on`, the mount point being the rest of the line (it may hold spaces). A header
+/// and a filesystem line are expected; `-` in a number column (a filesystem without sizes,
+/// e.g. `/proc`) is an error naming it.
+pub(crate) fn parse_df(out: &str) -> Result<DfRow, String> {
+    let line = out
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("Filesystem"))
+        .ok_or_else(|| "df printed no filesystem line".to_owned())?;
+    let mut rest = line;
+    let mut cols = Vec::with_capacity(5);
+    for _ in 0..5 {
+        let t = rest.trim_start();
+        let end = t.find(char::is_whitespace).unwrap_or(t.len());
+        cols.push(&t[..end]);
+        rest = &t[end..];
+    }
+    let mount_point = rest.trim();
+    if cols.iter().any(|c| c.is_empty()) || mount_point.is_empty() {
+        return Err(format!("df: expected 6 columns in {line:?}"));
+    }
+    let n = |i: usize| {
+        cols[i].parse::<u64>().map_err(|_| {
+            format!(
+                "df: `{}` is not a size in {line:?} ({} reports no sizes)",
+                cols[i], cols[0]
+            )
+        })
+    };
+    Ok(DfRow {
+        device: cols[0].to_owned(),
+        total_kb: n(1)?,
+        available_kb: n(3)?,
+        mount_point: mount_point.to_owned(),
+    })
+}
+
 /// The line whose first column is `pid`.
 fn line_of(out: &str, pid: u32) -> Option<&str> {
     out.lines().find(|l| {
@@ -288,6 +346,10 @@ mod tests {
         assert_eq!(line(PS, environment_args(42)), "/usr/bin/ps eww 42");
         assert_eq!(line(PROCLDD, vec!["42".into()]), "/usr/bin/procldd 42");
         assert_eq!(line(DSCRCTL, vec!["-q".into()]), "/usr/sbin/dscrctl -q");
+        assert_eq!(
+            line(DF, df_args("/data/mariadb/")),
+            "/usr/bin/df -P -k /data/mariadb/"
+        );
     }
 
     #[test]
@@ -332,6 +394,35 @@ mod tests {
         assert!(err.contains("expected 3 columns"), "{err}");
         let err = parse_page_sizes("8454302 64K big 4K\n", 8_454_302).unwrap_err();
         assert!(err.contains("`big`"), "{err}");
+    }
+
+    #[test]
+    fn df_posix_lines() {
+        let out = "Filesystem    1024-blocks      Used Available Capacity Mounted on\n/dev/fslv00     104857600  52428800  52428800      50% /var/lib/mysql\n";
+        assert_eq!(
+            parse_df(out),
+            Ok(DfRow {
+                device: "/dev/fslv00".into(),
+                total_kb: 104_857_600,
+                available_kb: 52_428_800,
+                mount_point: "/var/lib/mysql".into(),
+            })
+        );
+        // A mount point with a space, and an NFS export.
+        let out = "Filesystem 1024-blocks Used Available Capacity Mounted on\nnas1:/exp/db 2048 1024 1024 50% /db data\n";
+        let row = parse_df(out).unwrap();
+        assert_eq!(
+            (row.device.as_str(), row.mount_point.as_str()),
+            ("nas1:/exp/db", "/db data")
+        );
+        let err = parse_df(
+            "Filesystem 1024-blocks Used Available Capacity Mounted on\n/proc - - - - /proc\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("/proc reports no sizes"), "{err}");
+        assert!(parse_df("").unwrap_err().contains("no filesystem line"));
+        let err = parse_df("/dev/hd4 100 50\n").unwrap_err();
+        assert!(err.contains("expected 6 columns"), "{err}");
     }
 
     #[test]

@@ -9,11 +9,11 @@ use perfstat_sys::{
     perfstat_partition_total_t, perfstat_process_t, processor_mhz,
 };
 use powerdiag_rules::{
-    Allocator, CollectorRun, Compiler, CpuFacts, CpuTime, Gathered, MemoryFacts, OsFacts,
-    PartitionFacts, ProcessFacts, SwapActivity,
+    Allocator, CollectorRun, Compiler, CpuFacts, CpuTime, Filesystem, Gathered, MemoryFacts,
+    OsFacts, PartitionFacts, ProcessFacts, SwapActivity,
 };
 
-use super::ps::PageSizes;
+use super::ps::{self, PageSizes};
 use crate::collect::os::find::NAMES;
 
 const TOPOLOGY: &str = "unavailable: the AIX collector does not read cache and NUMA topology yet";
@@ -42,7 +42,25 @@ pub(crate) struct Raw {
     /// `os_default_pd` from `dscrctl -q`.
     pub(crate) dscr: Result<u64, String>,
     pub(crate) process: Result<RawProcess, String>,
+    /// The server's directories and their `df -P -k` output, or why there are none (not
+    /// connected, a remote server): the reason of an unavailable `storage` section.
+    pub(crate) storage: Result<Vec<RawDir>, String>,
 }
+
+/// One server directory (`datadir`, `tmpdir`, ...) and what `df -P -k` printed for it.
+#[derive(Debug, Clone)]
+pub(crate) struct RawDir {
+    pub(crate) role: String,
+    /// As the server names it.
+    pub(crate) path: String,
+    pub(crate) df: Result<String, String>,
+}
+
+/// Why the AIX storage section has no device busy time.
+/// (perfstat_disk_t is not bound: IBM publishes its field names, not the sizes and offsets a
+/// binding must check; see README.md.)
+pub(crate) const NO_DISK_BUSY: &str =
+    "disk busy time is not read on AIX yet (perfstat_disk_t is not bound)";
 
 /// What was read about mariadbd.
 #[derive(Debug, Clone)]
@@ -62,7 +80,7 @@ pub(crate) struct RawProcess {
 /// libperfstat read, so each run reports that read's `seconds`. A section unavailable by
 /// design (its reason starts with "unavailable", e.g. no topology reader yet) reports no run.
 pub(crate) fn runs(f: &OsFacts, seconds: f64) -> Vec<CollectorRun> {
-    let sections: [(&str, Result<(), &str>); 8] = [
+    let sections: [(&str, Result<(), &str>); 9] = [
         ("process", f.process.as_ref().map(drop)),
         ("cpu_time", f.cpu_time.as_ref().map(drop)),
         ("cpu", f.cpu.as_ref().map(drop)),
@@ -71,6 +89,7 @@ pub(crate) fn runs(f: &OsFacts, seconds: f64) -> Vec<CollectorRun> {
         ("partition", f.partition.as_ref().map(drop)),
         ("counters", f.counters.as_ref().map(drop)),
         ("swap", f.swap.as_ref().map(drop)),
+        ("storage", f.storage.as_ref().map(drop)),
     ];
     sections
         .into_iter()
@@ -111,10 +130,47 @@ pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
         }),
         counters: Gathered::Unavailable(COUNTERS.into()),
         swap: gathered(swap(raw)),
-        storage: Gathered::Unavailable(
-            "unavailable: the AIX collector does not read filesystems yet".into(),
-        ),
+        storage: gathered(storage(raw)),
     }
+}
+
+/// The filesystems under the server's directories, one entry per mount point with the roles
+/// it holds, as the Linux collector groups them: size and free space from `df -P -k` (1024-byte
+/// blocks); a directory `df` could not read is its own entry with the reason.
+fn storage(raw: &Raw) -> Result<Vec<Filesystem>, String> {
+    let dirs = raw.storage.as_ref().map_err(Clone::clone)?;
+    let mut by_mount: Vec<(String, Filesystem)> = Vec::new();
+    for d in dirs {
+        let row =
+            d.df.as_ref()
+                .map_err(Clone::clone)
+                .and_then(|out| ps::parse_df(out));
+        let key = match &row {
+            Ok(r) => r.mount_point.clone(),
+            Err(_) => d.path.clone(),
+        };
+        if let Some((_, fs)) = by_mount.iter_mut().find(|(k, _)| *k == key) {
+            fs.roles.push(d.role.clone());
+            continue;
+        }
+        let mut fs = Filesystem {
+            roles: vec![d.role.clone()],
+            path: d.path.clone(),
+            io_unread: Some(NO_DISK_BUSY.into()),
+            ..Default::default()
+        };
+        match row {
+            Ok(r) => {
+                fs.mount_point = Some(r.mount_point);
+                fs.device = Some(r.device);
+                fs.total_bytes = r.total_kb.saturating_mul(1024);
+                fs.available_bytes = r.available_kb.saturating_mul(1024);
+            }
+            Err(e) => fs.space_unread = Some(e),
+        }
+        by_mount.push((key, fs));
+    }
+    Ok(by_mount.into_iter().map(|(_, fs)| fs).collect())
 }
 
 fn gathered<T>(r: Result<T, String>) -> Gathered<T> {

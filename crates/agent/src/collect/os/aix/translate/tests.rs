@@ -1,6 +1,7 @@
 //! Data-driven tests: each directory under `tests/fixtures/aix` holds raw perfstat values
-//! (`perfstat.txt`, `field = value`) and the output of the commands in `ps.rs` (`<command>.out`,
-//! or `<command>.err` for a failed run); the facts and verdicts they give are insta snapshots
+//! (`perfstat.txt`, `field = value`; `dir.<role> = path` for the server's directories) and the
+//! output of the commands in `ps.rs` (`<command>.out`, or `<command>.err` for a failed run;
+//! `df-<role>.out` per directory); the facts and verdicts they give are insta snapshots
 //! in `tests/fixtures/aix/snapshots/`. The raw values
 //! are set field by field on zeroed perfstat-sys structs — never byte dumps — so the tests hold
 //! on every platform and endianness.
@@ -167,6 +168,7 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
     let mut has_memory = false;
     let mut errors: BTreeMap<String, String> = BTreeMap::new();
     let (mut pid, mut found_by) = (None, String::new());
+    let mut dirs: Vec<(String, String)> = Vec::new();
     for (key, value) in pairs(&text) {
         if let Some(e) = value.strip_prefix("error: ") {
             errors.insert(key, e.to_owned());
@@ -185,6 +187,8 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
             "before" if field.is_empty() && value == "none" => has_before = false,
             "pid" => pid = Some(value.parse::<u32>().map_err(|e| format!("pid: {e}"))?),
             "found_by" => found_by = value,
+            // The server's directories as it reports them; `df-<role>.out` holds df's output.
+            "dir" => dirs.push((field.to_owned(), value)),
             "total" => {
                 set_total(&mut before, field, &value)?;
                 set_total(&mut now, field, &value)?;
@@ -246,6 +250,18 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
                 ldr_cntrl: command(dir, "ps-eww").and_then(|out| ps::parse_ldr_cntrl(&out, pid)),
                 modules: command(dir, "procldd").map(|out| ps::parse_modules(&out)),
             }),
+        },
+        storage: if dirs.is_empty() {
+            Err("unavailable: no server connected, so its directories are unknown".into())
+        } else {
+            Ok(dirs
+                .into_iter()
+                .map(|(role, path)| RawDir {
+                    df: command(dir, &format!("df-{role}")),
+                    role,
+                    path,
+                })
+                .collect())
         },
     })
 }
@@ -415,7 +431,77 @@ fn raw_with(now: Result<PartitionTotal, String>) -> Raw {
         memory_total: Err("perfstat_memory_total failed: EINVAL (errno 22)".into()),
         dscr: Err("not read".into()),
         process: Err("no mariadbd or mysqld process on this host".into()),
+        storage: Err("unavailable: no server connected, so its directories are unknown".into()),
     }
+}
+
+/// `df -P -k` per server directory: grouped by mount point like the Linux collector, a
+/// directory df could not read is its own entry with the reason, and no disk busy time is
+/// claimed.
+#[test]
+fn storage_from_df_per_directory() {
+    let df = |line: &str| {
+        Ok(format!(
+            "Filesystem    1024-blocks      Used Available Capacity Mounted on\n{line}\n"
+        ))
+    };
+    let dir = |role: &str, path: &str, out: Result<String, String>| RawDir {
+        role: role.into(),
+        path: path.into(),
+        df: out,
+    };
+    let mut raw = raw_with(Err("x".into()));
+    raw.storage = Ok(vec![
+        dir("datadir", "/data/mariadb/", df("/dev/fslv01 209715200 203423744 6291456 98% /data")),
+        dir("tmpdir", "/tmp", df("/dev/hd3 4194304 1048576 3145728 25% /tmp")),
+        dir("innodb_log_group_home_dir", "/data/mariadb/", df("/dev/fslv01 209715200 203423744 6291456 98% /data")),
+        dir("aria_log_dir_path", "/gone", Err("/usr/bin/df -P -k /gone: exit status: 1: df: /gone: A file or directory in the path name does not exist.".into())),
+    ]);
+    let o = os_facts(&raw);
+    let fs = o.storage.as_ref().unwrap();
+    assert_eq!(fs.len(), 3, "{fs:?}");
+    assert_eq!(fs[0].roles, ["datadir", "innodb_log_group_home_dir"]);
+    assert_eq!(
+        (fs[0].mount_point.as_deref(), fs[0].device.as_deref()),
+        (Some("/data"), Some("/dev/fslv01"))
+    );
+    assert_eq!(
+        (fs[0].total_bytes, fs[0].available_bytes),
+        (209_715_200 * 1024, 6_291_456 * 1024)
+    );
+    assert_eq!(fs[0].busy_share, None);
+    assert_eq!(fs[0].io_unread.as_deref(), Some(NO_DISK_BUSY));
+    assert_eq!(fs[1].roles, ["tmpdir"]);
+    assert!(
+        fs[2]
+            .space_unread
+            .as_deref()
+            .unwrap()
+            .contains("does not exist")
+    );
+    // PD801 judges the free space; PD802 says why it cannot judge the disk.
+    let mut s = SnapshotBuilder::new().aix().build();
+    s.os = Gathered::Available(o.clone());
+    let report = evaluate(&s);
+    let check = |code: &str| report.checks.iter().find(|c| c.code == code).unwrap();
+    assert_eq!(
+        check("PD801").status.as_str(),
+        "fail",
+        "{:?}",
+        check("PD801")
+    );
+    assert_eq!(check("PD802").status.as_str(), "insufficient_data");
+    assert!(
+        check("PD802")
+            .summary
+            .contains("perfstat_disk_t is not bound")
+    );
+    // One run per section: storage succeeded.
+    let runs = runs(&o, 0.01);
+    assert!(
+        runs.iter().any(|r| r.name == "storage" && r.success),
+        "{runs:?}"
+    );
 }
 
 #[test]
