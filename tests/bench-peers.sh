@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# The cost of observing, side by side (issue 19): the powerdiag agent against mysqld_exporter +
+# node_exporter, and `powerdiag doctor` against MySQLTuner, on one MariaDB 11.8 with the same
+# data and the same load, at 0, 2,000 and 10,000 file-per-table tables:
+#
+#   tests/bench-peers.sh
+#
+# A measurement, not a test: it prints numbers and ratios (the README's "Cost of observing, side
+# by side" comes from its output) and fails only when it cannot measure. It does its own set-up:
+# tests/harness/setup.sh (the MariaDB 11.8 root), Debian's prometheus-mysqld-exporter and
+# mysqltuner (apt), node_exporter v1.12.1 built by the Go toolchain from the Go module proxy
+# (cached in /var/cache/powerdiag/go-bin; Debian's prometheus-node-exporter when there is no Go),
+# a release build; its own server on loopback (tests/harness/mariadb.sh) under a temporary
+# directory, which it stops and removes whatever happens. The Go module proxy does not serve
+# mysqld_exporter, so it is Debian 12's (0.14.0; the issue's figures used v0.20.0).
+#
+# Method:
+#   - CPU from cgroups: mariadbd, the agent, the two exporters and each one-shot run are each in
+#     a cgroup of their own (v2 `cpu.stat` usage_usec, or v1 `cpuacct.usage`), so threads that
+#     exit are counted (per-thread schedstat misses them);
+#   - data: a vector index of POWERDIAG_PEERS_VECTORS (20,000) rows × 768 dimensions, then
+#     tests/harness/many-tables.sh grows the server to each table count (file-per-table);
+#   - load: one client session runs a point SELECT and an indexed UPDATE once a second through
+#     every round, the same for every tool (light: the idle rounds' server CPU is the noise floor
+#     under the tools' few milliseconds a minute);
+#   - at each table count, rounds interleaved ROUNDS times: idle (the load only), peers
+#     (mysqld_exporter and node_exporter with their default collectors, each scraped every 15 s)
+#     and agent (the default configuration, scraped every 15 s); each tool starts before its
+#     round and runs 20 s before the round is measured (steady state: the agent's first sample,
+#     which lists the vector indexes, is not in it). A tool's MariaDB CPU is its rounds' server
+#     CPU minus the idle rounds'; everything is per minute;
+#   - one-shot: doctor (defaults, and --no-probe --sample-window 0) and mysqltuner (defaults
+#     with --forcemem and --nocolor): wall time, own CPU, server CPU and statements (the
+#     server's Questions), median of 3.
+#
+# Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
+# three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (3),
+# POWERDIAG_PEERS_ROUND_SECONDS (120), POWERDIAG_PEERS_VECTORS (20000),
+# POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
+# POWERDIAG_PEERS_KEEP=1 keeps the work directory (raw numbers in rounds.tsv, oneshot.tsv).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+cd "$ROOT"
+PORT=${POWERDIAG_PEERS_PORT:-33590}
+TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 2000 10000}
+ROUNDS=${POWERDIAG_PEERS_ROUNDS:-3}
+ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-120}
+VECTORS=${POWERDIAG_PEERS_VECTORS:-20000}
+LOAD_S=${POWERDIAG_PEERS_LOAD_INTERVAL:-1}
+PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
+MYSQLD_EXPORTER_PORT=$((PORT + 1)) NODE_EXPORTER_PORT=$((PORT + 2)) AGENT_PORT=$((PORT + 3))
+NODE_EXPORTER_VERSION=v1.12.1
+step() { printf '\n==> %s [%s]\n' "$*" "$(date +%T)" >&2; }
+fail() { printf 'bench-peers.sh: %s\n' "$*" >&2; exit 1; }
+
+for p in "$PORT" "$MYSQLD_EXPORTER_PORT" "$NODE_EXPORTER_PORT" "$AGENT_PORT"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+        fail "port $p is in use: set POWERDIAG_PEERS_PORT to a free range of four ports"
+    fi
+done
+
+step "set-up (tests/harness/setup.sh, mysqld_exporter, node_exporter, mysqltuner, release build)"
+"$HERE/harness/setup.sh"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+need=()
+command -v prometheus-mysqld-exporter >/dev/null || need+=(prometheus-mysqld-exporter)
+command -v mysqltuner >/dev/null || need+=(mysqltuner)
+GOBIN_DIR=/var/cache/powerdiag/go-bin
+NODE_EXPORTER=$GOBIN_DIR/node_exporter-$NODE_EXPORTER_VERSION
+# go install stamps no version into the binary: the label says which one it is.
+NODE_EXPORTER_LABEL="node_exporter $NODE_EXPORTER_VERSION (go install)"
+if [ ! -x "$NODE_EXPORTER" ]; then
+    if command -v go >/dev/null; then
+        mkdir -p "$GOBIN_DIR/build"
+        GOBIN=$GOBIN_DIR/build go install "github.com/prometheus/node_exporter@$NODE_EXPORTER_VERSION"
+        mv "$GOBIN_DIR/build/node_exporter" "$NODE_EXPORTER"
+    else
+        command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
+        NODE_EXPORTER=$(command -v prometheus-node-exporter || echo /usr/bin/prometheus-node-exporter)
+        NODE_EXPORTER_LABEL="Debian's prometheus-node-exporter"
+    fi
+fi
+if [ ${#need[@]} -gt 0 ]; then
+    # The packages' services are not started (no init here; policy-rc.d denies it elsewhere):
+    # this script starts each exporter itself.
+    DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=300 install --no-install-recommends "${need[@]}" >/dev/null
+fi
+cargo build --release --locked -p powerdiag
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/powerdiag
+
+# --- cgroups ---------------------------------------------------------------------------------
+work=$(mktemp -d /tmp/powerdiag-bench-peers.XXXXXX)
+chmod 755 "$work"
+export POWERDIAG_IT_DIR=$work/servers
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    CG=/sys/fs/cgroup/powerdiag-bench-peers.$$ CG_KIND=v2
+elif [ -d /sys/fs/cgroup/cpuacct ]; then
+    CG=/sys/fs/cgroup/cpuacct/powerdiag-bench-peers.$$ CG_KIND=v1
+else
+    fail "neither cgroup v2 (/sys/fs/cgroup/cgroup.controllers) nor a v1 cpuacct hierarchy: CPU cannot be measured per process"
+fi
+mkdir "$CG" || fail "cannot create $CG (run as root)"
+cg() { mkdir -p "$CG/$1"; }
+cg_add() { echo "$2" >"$CG/$1/cgroup.procs"; }
+cg_usec() { # NAME: CPU microseconds of everything that ever ran in it
+    if [ "$CG_KIND" = v2 ]; then
+        awk '$1 == "usage_usec" {print $2}' "$CG/$1/cpu.stat"
+    else
+        echo $(($(cat "$CG/$1/cpuacct.usage") / 1000))
+    fi
+}
+# Runs a command inside cgroup NAME: the shell joins it, then becomes the command.
+cg_exec() { local name=$1; shift; cg "$name"; sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$CG/$name" "$@"; }
+
+PIDS=()
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    "$HERE/harness/mariadb.sh" stop peers >/dev/null 2>&1 || true
+    # A cgroup can be removed once empty; anything left is moved out first.
+    for d in "$CG"/*/ "$CG"; do
+        [ -d "$d" ] || continue
+        while read -r p; do echo "$p" >"${CG%/*}/cgroup.procs" 2>/dev/null || true; done <"$d/cgroup.procs"
+        rmdir "$d" 2>/dev/null || true
+    done
+    if [ "${POWERDIAG_PEERS_KEEP:-0}" = 1 ]; then
+        echo "kept $work" >&2
+    else
+        rm -rf "$work"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+# --- the server, its data and its load -------------------------------------------------------
+step "MariaDB 11.8 on 127.0.0.1:$PORT"
+"$HERE/harness/mariadb.sh" start peers 11.8 "$PORT"
+eval "$("$HERE/harness/mariadb.sh" env peers)"
+DB_PID=$(cat "$POWERDIAG_IT_PEERS_PIDFILE")
+cg server
+cg_add server "$DB_PID"
+sql() { "$HERE/harness/mariadb.sh" sql peers -N "$@"; }
+# The tools take the credentials from the environment (never argv): powerdiag its URL, mysqltuner
+# --passenv, mysqld_exporter DATA_SOURCE_NAME.
+export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" PEERS_PW=$PW
+questions() { sql -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'"; }
+
+step "vector data: $VECTORS rows × 768 dimensions with a vector index"
+python3 - "$VECTORS" <<'EOF' | sql
+import random, sys
+random.seed(20261125)
+rows = int(sys.argv[1])
+print("CREATE DATABASE IF NOT EXISTS peers;")
+print("CREATE TABLE peers.docs (id INT PRIMARY KEY, n INT NOT NULL, grp INT NOT NULL, e VECTOR(768) NOT NULL, VECTOR INDEX (e)) ENGINE=InnoDB;")
+for start in range(0, rows, 100):
+    vals = ",".join(
+        "(%d,0,%d,VEC_FromText('[%s]'))" % (i + 1, i % 50, ",".join("%.3f" % random.gauss(0, 1) for _ in range(768)))
+        for i in range(start, min(rows, start + 100)))
+    print("INSERT INTO peers.docs VALUES %s;" % vals)
+print("ANALYZE TABLE peers.docs;")
+EOF
+
+step "background load: one session, a point SELECT and an UPDATE every ${LOAD_S} s"
+(
+    i=0
+    while :; do
+        i=$((i + 1))
+        id=$((i % VECTORS + 1))
+        printf 'SELECT id, n FROM peers.docs WHERE id = %d; UPDATE peers.docs SET n = n + 1 WHERE id = %d;\n' "$id" "$id"
+        sleep "$LOAD_S"
+    done | sql >/dev/null 2>&1
+) &
+PIDS+=($!)
+
+# --- the tools -------------------------------------------------------------------------------
+SCRAPER=
+start_scraper() { # URL...: scrape each every 15 s from now on
+    (
+        while :; do
+            for u in "$@"; do curl -fsS -o /dev/null "$u" || true; done
+            sleep 15
+        done
+    ) &
+    SCRAPER=$!
+}
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+wait_http() { # URL NAME
+    for _ in $(seq 100); do curl -fsS -o /dev/null "$1" 2>/dev/null && return; sleep 0.1; done
+    fail "$2 did not answer at $1"
+}
+TOOL_PIDS=()
+start_peers() {
+    DATA_SOURCE_NAME="root:$PW@(127.0.0.1:$PORT)/" cg_exec peers_mysqld \
+        prometheus-mysqld-exporter --web.listen-address="127.0.0.1:$MYSQLD_EXPORTER_PORT" \
+        >"$work/mysqld_exporter.log" 2>&1 &
+    TOOL_PIDS+=($!)
+    cg_exec peers_node "$NODE_EXPORTER" --web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT" \
+        >"$work/node_exporter.log" 2>&1 &
+    TOOL_PIDS+=($!)
+    wait_http "http://127.0.0.1:$MYSQLD_EXPORTER_PORT/metrics" mysqld_exporter
+    wait_http "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics" node_exporter
+    start_scraper "http://127.0.0.1:$MYSQLD_EXPORTER_PORT/metrics" "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics"
+}
+start_agent() {
+    cg_exec agent \
+        "$BIN" agent --web.listen-address "127.0.0.1:$AGENT_PORT" --log.level warn \
+        >"$work/agent.log" 2>&1 &
+    TOOL_PIDS+=($!)
+    wait_http "http://127.0.0.1:$AGENT_PORT/metrics" "the powerdiag agent"
+    start_scraper "http://127.0.0.1:$AGENT_PORT/metrics"
+}
+stop_tools() {
+    stop_pid "$SCRAPER"
+    for p in "${TOOL_PIDS[@]}"; do stop_pid "$p"; done
+    TOOL_PIDS=()
+}
+tool_usec() { # MODE: CPU of the tool's cgroups
+    case $1 in
+        idle) echo 0 ;;
+        peers) echo $(($(cg_usec peers_mysqld) + $(cg_usec peers_node))) ;;
+        agent) cg_usec agent ;;
+    esac
+}
+for g in peers_mysqld peers_node agent; do cg "$g"; done
+
+printf 'tables\tround\tmode\tseconds\ttool_usec\tserver_usec\tquestions\tmysqld_usec\tnode_usec\n' >"$work/rounds.tsv"
+printf 'tables\ttool\trun\twall_ms\tcpu_usec\tserver_usec\tstatements\n' >"$work/oneshot.tsv"
+
+round() { # TABLES ROUND MODE
+    local t=$1 r=$2 mode=$3 s0 s1 t0 t1 q0 q1 m0 m1 n0 n1 w0 w1
+    case $mode in
+        peers) start_peers ;;
+        agent) start_agent ;;
+    esac
+    sleep 20
+    m0=$(cg_usec peers_mysqld) n0=$(cg_usec peers_node)
+    t0=$(tool_usec "$mode") s0=$(cg_usec server) q0=$(questions) w0=$(date +%s.%N)
+    sleep "$ROUND_S"
+    t1=$(tool_usec "$mode") s1=$(cg_usec server) q1=$(questions) w1=$(date +%s.%N)
+    m1=$(cg_usec peers_mysqld) n1=$(cg_usec peers_node)
+    stop_tools
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$r" "$mode" \
+        "$(awk -v a="$w0" -v b="$w1" 'BEGIN {printf "%.2f", b - a}')" $((t1 - t0)) $((s1 - s0)) \
+        $((q1 - q0 - 1)) $((m1 - m0)) $((n1 - n0)) | tee -a "$work/rounds.tsv" >&2
+}
+
+oneshot() { # TABLES TOOL RUN CMD...
+    local t=$1 tool=$2 run=$3 name w0 w1 c0 s0 s1 q0 q1
+    shift 3
+    name=one_$tool
+    cg "$name"
+    c0=$(cg_usec "$name") s0=$(cg_usec server) q0=$(questions) w0=$(date +%s%N)
+    cg_exec "$name" "$@" </dev/null >"$work/$tool.$t.$run.out" 2>&1 || true
+    w1=$(date +%s%N) s1=$(cg_usec server) q1=$(questions)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$tool" "$run" $(((w1 - w0) / 1000000)) \
+        $(($(cg_usec "$name") - c0)) $((s1 - s0)) $((q1 - q0 - 1)) | tee -a "$work/oneshot.tsv" >&2
+}
+
+ram_mb=$(awk '/MemTotal/ {printf "%d", $2 / 1024}' /proc/meminfo)
+for tables in $TABLE_COUNTS; do
+    if [ "$tables" -gt 0 ]; then
+        step "$tables file-per-table tables (tests/harness/many-tables.sh)"
+        "$HERE/harness/many-tables.sh" peers "$tables" 8 0
+    fi
+    step "$tables tables: one-shot runs (doctor, mysqltuner), 3 each"
+    for run in 1 2 3; do
+        oneshot "$tables" doctor_no_window "$run" "$BIN" doctor --no-probe --sample-window 0 --format json
+        oneshot "$tables" doctor "$run" "$BIN" doctor --format json
+        oneshot "$tables" mysqltuner "$run" \
+            mysqltuner --host 127.0.0.1 --port "$PORT" --user root --passenv PEERS_PW --forcemem "$ram_mb" --nocolor
+    done
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for mode in idle peers agent; do
+            step "$tables tables, round $r/$ROUNDS: $mode (${ROUND_S} s)"
+            round "$tables" "$r" "$mode"
+        done
+    done
+done
+
+step "summary"
+# shellcheck source=/dev/null
+python3 - "$work/rounds.tsv" "$work/oneshot.tsv" "$(. /etc/os-release && echo "$PRETTY_NAME"), $(nproc) CPUs, MariaDB $(sql -e 'SELECT VERSION()'), $(prometheus-mysqld-exporter --version 2>&1 | head -1 | cut -d' ' -f1-3), $NODE_EXPORTER_LABEL, powerdiag $("$BIN" --version | awk '{print $2}')" <<'EOF'
+import csv, statistics, sys
+rounds = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+oneshot = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
+print(sys.argv[3])
+print()
+print("| tables | per minute | mysqld_exporter + node_exporter | powerdiag agent | ratio |")
+print("|---|---|---|---|---|")
+for t in dict.fromkeys(r["tables"] for r in rounds):
+    rs = [r for r in rounds if r["tables"] == t]
+    def per_min(mode, key):
+        v = [float(r[key]) / 1000 / (float(r["seconds"]) / 60) for r in rs if r["mode"] == mode]
+        return statistics.median(v) if v else float("nan")
+    idle = per_min("idle", "server_usec")
+    peers_tool, agent_tool = per_min("peers", "tool_usec"), per_min("agent", "tool_usec")
+    peers_srv, agent_srv = per_min("peers", "server_usec") - idle, per_min("agent", "server_usec") - idle
+    peers_q = per_min("peers", "questions") * 1000 - per_min("idle", "questions") * 1000
+    agent_q = per_min("agent", "questions") * 1000 - per_min("idle", "questions") * 1000
+    ratio = lambda a, b: "%.3f" % (a / b) if b > 0 else "n/a"
+    print("| %s | exporter CPU | %.1f ms (mysqld_exporter %.1f, node_exporter %.1f) | %.1f ms | %s |" % (
+        t, peers_tool, per_min("peers", "mysqld_usec"), per_min("peers", "node_usec"), agent_tool, ratio(agent_tool, peers_tool)))
+    print("| %s | MariaDB CPU (minus idle %.1f ms) | %.1f ms | %.1f ms | %s |" % (
+        t, idle, peers_srv, agent_srv, ratio(agent_srv, peers_srv)))
+    print("| %s | statements | %.0f | %.0f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
+print()
+print("| tables | one-shot (median of 3) | wall | own CPU | MariaDB CPU | statements |")
+print("|---|---|---|---|---|---|")
+for t in dict.fromkeys(r["tables"] for r in oneshot):
+    for tool in dict.fromkeys(r["tool"] for r in oneshot):
+        rs = [r for r in oneshot if r["tables"] == t and r["tool"] == tool]
+        m = lambda k: statistics.median(float(r[k]) for r in rs)
+        name = {"doctor_no_window": "doctor --no-probe --sample-window 0", "doctor": "doctor (defaults)", "mysqltuner": "mysqltuner"}[tool]
+        print("| %s | %s | %.0f ms | %.1f ms | %.1f ms | %.0f |" % (
+            t, name, m("wall_ms"), m("cpu_usec") / 1000, m("server_usec") / 1000, m("statements")))
+EOF
