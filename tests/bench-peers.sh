@@ -30,8 +30,9 @@
 #     which lists the vector indexes, is not in it). A tool's MariaDB CPU is its rounds' server
 #     CPU minus the idle rounds'; everything is per minute;
 #   - one-shot: doctor (defaults, and --no-probe --sample-window 0) and mysqltuner (defaults
-#     with --forcemem and --nocolor): wall time, own CPU, server CPU and statements (the
-#     server's Questions), median of 3.
+#     with --forcemem and --nocolor, and the same with --skippassword: its default run tries a
+#     dictionary of passwords on every account): wall time, own CPU, server CPU and statements
+#     (the server's Questions), median of 3.
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
 # three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (3),
@@ -113,12 +114,33 @@ cg_usec() { # NAME: CPU microseconds of everything that ever ran in it
 }
 # Runs a command inside cgroup NAME: the shell joins it, then becomes the command.
 cg_exec() { local name=$1; shift; cg "$name"; sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$CG/$name" "$@"; }
+# The same in the background, the command's pid in SPAWNED (the subshell becomes the command,
+# so killing that pid stops the tool).
+cg_spawn() { # NAME LOG CMD...
+    local name=$1 log=$2
+    shift 2
+    cg "$name"
+    exec_in() { exec sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$CG/$name" "$@"; }
+    exec_in "$@" >"$log" 2>&1 &
+    SPAWNED=$!
+}
+# Stops everything still in the tools' cgroups (not the server's).
+kill_tools() {
+    local d p
+    for d in "$CG"/*/; do
+        [ "$d" = "$CG/server/" ] && continue
+        while read -r p; do kill "$p" 2>/dev/null || true; done <"$d/cgroup.procs"
+    done
+}
 
 PIDS=()
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}" "${SCRAPER:-}"; do
+        if [ -n "$p" ]; then kill "$p" 2>/dev/null || true; fi
+    done
+    kill_tools
     wait 2>/dev/null || true
     "$HERE/harness/mariadb.sh" stop peers >/dev/null 2>&1 || true
     # A cgroup can be removed once empty; anything left is moved out first.
@@ -194,29 +216,32 @@ wait_http() { # URL NAME
 }
 TOOL_PIDS=()
 start_peers() {
-    DATA_SOURCE_NAME="root:$PW@(127.0.0.1:$PORT)/" cg_exec peers_mysqld \
-        prometheus-mysqld-exporter --web.listen-address="127.0.0.1:$MYSQLD_EXPORTER_PORT" \
-        >"$work/mysqld_exporter.log" 2>&1 &
-    TOOL_PIDS+=($!)
-    cg_exec peers_node "$NODE_EXPORTER" --web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT" \
-        >"$work/node_exporter.log" 2>&1 &
-    TOOL_PIDS+=($!)
+    DATA_SOURCE_NAME="root:$PW@(127.0.0.1:$PORT)/" cg_spawn peers_mysqld "$work/mysqld_exporter.log" \
+        prometheus-mysqld-exporter --web.listen-address="127.0.0.1:$MYSQLD_EXPORTER_PORT"
+    TOOL_PIDS+=("$SPAWNED")
+    cg_spawn peers_node "$work/node_exporter.log" \
+        "$NODE_EXPORTER" --web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT"
+    TOOL_PIDS+=("$SPAWNED")
     wait_http "http://127.0.0.1:$MYSQLD_EXPORTER_PORT/metrics" mysqld_exporter
     wait_http "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics" node_exporter
     start_scraper "http://127.0.0.1:$MYSQLD_EXPORTER_PORT/metrics" "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics"
 }
 start_agent() {
-    cg_exec agent \
-        "$BIN" agent --web.listen-address "127.0.0.1:$AGENT_PORT" --log.level warn \
-        >"$work/agent.log" 2>&1 &
-    TOOL_PIDS+=($!)
+    cg_spawn agent "$work/agent.log" \
+        "$BIN" agent --web.listen-address "127.0.0.1:$AGENT_PORT" --log.level warn
+    TOOL_PIDS+=("$SPAWNED")
     wait_http "http://127.0.0.1:$AGENT_PORT/metrics" "the powerdiag agent"
     start_scraper "http://127.0.0.1:$AGENT_PORT/metrics"
 }
 stop_tools() {
     stop_pid "$SCRAPER"
+    SCRAPER=
     for p in "${TOOL_PIDS[@]}"; do stop_pid "$p"; done
     TOOL_PIDS=()
+    # Nothing of a tool may run into the next round.
+    for d in "$CG"/peers_mysqld "$CG"/peers_node "$CG"/agent; do
+        [ -z "$(cat "$d/cgroup.procs")" ] || fail "$d still has processes after its round: $(cat "$d/cgroup.procs")"
+    done
 }
 tool_usec() { # MODE: CPU of the tool's cgroups
     case $1 in
@@ -272,6 +297,9 @@ for tables in $TABLE_COUNTS; do
         oneshot "$tables" doctor "$run" "$BIN" doctor --format json
         oneshot "$tables" mysqltuner "$run" \
             mysqltuner --host 127.0.0.1 --port "$PORT" --user root --passenv PEERS_PW --forcemem "$ram_mb" --nocolor
+        # Most of MySQLTuner's default run is its dictionary check of the accounts' passwords.
+        oneshot "$tables" mysqltuner_skippassword "$run" \
+            mysqltuner --host 127.0.0.1 --port "$PORT" --user root --passenv PEERS_PW --forcemem "$ram_mb" --nocolor --skippassword
     done
     for ((r = 1; r <= ROUNDS; r++)); do
         for mode in idle peers agent; do
@@ -314,7 +342,7 @@ for t in dict.fromkeys(r["tables"] for r in oneshot):
     for tool in dict.fromkeys(r["tool"] for r in oneshot):
         rs = [r for r in oneshot if r["tables"] == t and r["tool"] == tool]
         m = lambda k: statistics.median(float(r[k]) for r in rs)
-        name = {"doctor_no_window": "doctor --no-probe --sample-window 0", "doctor": "doctor (defaults)", "mysqltuner": "mysqltuner"}[tool]
+        name = {"doctor_no_window": "doctor --no-probe --sample-window 0", "doctor": "doctor (defaults)", "mysqltuner": "mysqltuner (defaults)", "mysqltuner_skippassword": "mysqltuner --skippassword"}[tool]
         print("| %s | %s | %.0f ms | %.1f ms | %.1f ms | %.0f |" % (
             t, name, m("wall_ms"), m("cpu_usec") / 1000, m("server_usec") / 1000, m("statements")))
 EOF

@@ -1,4 +1,8 @@
-use std::fmt;
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Mutex, OnceLock},
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -152,7 +156,30 @@ impl RuleMeta {
     /// [`PLATFORM_HEADINGS`]); text before the first block applies everywhere and stays first.
     /// The blocks that match the host follow it, then the others in their doc order, so a
     /// reader on x86 does not start with PowerVM advice. Headings become `HEADING:` lines.
+    ///
+    /// Rendered once per rule and platform: the agent evaluates every rule each sample, and
+    /// rendering the doc comment was ~6% of its CPU (tests/bench-peers.sh, perf).
     pub fn remediation_for(&self, platform: &Platform) -> String {
+        type Memo = HashMap<(&'static str, usize, Platform), String>;
+        static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+        // A platform's strings come from the snapshot (a `--from` file): a bounded memo.
+        const MAX_ENTRIES: usize = 1024;
+        let key = (self.code, self.doc.as_ptr() as usize, platform.clone());
+        let memo = MEMO.get_or_init(Default::default);
+        if let Some(text) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return text;
+        }
+        let text = self.render_remediation(platform);
+        if let Ok(mut m) = memo.lock() {
+            if m.len() >= MAX_ENTRIES {
+                m.clear();
+            }
+            m.insert(key, text.clone());
+        }
+        text
+    }
+
+    fn render_remediation(&self, platform: &Platform) -> String {
         let text = self.section("Remediation").unwrap_or_default();
         let mut general = String::new();
         let mut blocks: Vec<(&str, String)> = Vec::new();
@@ -263,7 +290,7 @@ pub const PLATFORM_HEADINGS: &[&str] = &[
 
 /// The host a snapshot was taken on, as far as remediation cares: which platform blocks to
 /// show first. Each part is `None` when the snapshot does not say.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Platform {
     /// `linux`, `aix`, ... (Rust's `target_os` spelling).
     pub os: Option<String>,
