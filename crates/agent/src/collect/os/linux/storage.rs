@@ -1,7 +1,7 @@
 //! The filesystems under the server's directories (`datadir`, `tmpdir`, the InnoDB log
-//! directory): free space (`statvfs`; a recorded tree's `recorded/statvfs`), the mount (`/proc/PID/mountinfo`, the
-//! server's own mount namespace), and the busy time and queue of its block device over the
-//! window (`/proc/diskstats`).
+//! directory): free space (`statvfs`; a recorded tree's `recorded/statvfs`), the mount
+//! (`/proc/PID/mountinfo`, the server's own mount namespace), and the busy time and queue of
+//! its block device over the window (`/proc/diskstats`).
 
 use std::{
     collections::{BTreeMap, HashMap},
