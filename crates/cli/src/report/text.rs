@@ -413,16 +413,23 @@ fn mariadb(o: &mut String, s: &Snapshot) {
                     );
                 }
             }
-            if let Some(e) = &m.error
-                && !e.hint.is_empty()
-            {
-                let _ = writeln!(o, "  fix: {}", e.hint);
+            // One way forward: the error's own fix when it has one, else how to point
+            // powerdiag at a server.
+            match &m.error {
+                Some(e) if !e.hint.is_empty() => {
+                    let _ = writeln!(o, "  fix: {}", e.hint);
+                }
+                _ => {
+                    let _ = writeln!(
+                        o,
+                        "  Point powerdiag at the server with POWERDIAG_MARIADB_URL=mysql://USER:PASSWORD@HOST:PORT/\n  \
+                         or --mariadb.defaults-file PATH (a my.cnf with a [client] section)."
+                    );
+                }
             }
             let _ = writeln!(
                 o,
-                "  Point powerdiag at the server with POWERDIAG_MARIADB_URL=mysql://USER:PASSWORD@HOST:PORT/\n  \
-                 or --mariadb.defaults-file PATH (a my.cnf with a [client] section). Database checks\n  \
-                 below report insufficient_data until then; host checks still ran."
+                "  Database checks below report insufficient_data until then; host checks still ran."
             );
         }
     }
