@@ -48,6 +48,29 @@ pub struct SamplerSetup {
     pub build: BuildInfo,
 }
 
+/// What the sampler keeps between samples of one set of targets, each on its own schedule:
+/// the vector-index list, the connection and its variables, the statement digests' last read,
+/// the status reads the rules' window starts from, and the InnoDB facts.
+struct Kept {
+    vector_cache: crate::collect::VectorCache,
+    reuse: crate::collect::Reuse,
+    statements: crate::collect::StatementTracker,
+    status: StatusTracker,
+    innodb: InnodbCache,
+}
+
+impl Kept {
+    fn new(cfg: &Config) -> Kept {
+        Kept {
+            vector_cache: crate::collect::VectorCache::new(cfg.sample.vector_index_refresh),
+            reuse: crate::collect::Reuse::new(cfg.sample.variables_refresh),
+            statements: crate::collect::StatementTracker::new(cfg.statements.interval),
+            status: StatusTracker::new(cfg.sample.status_window),
+            innodb: InnodbCache::new(cfg.sample.innodb_refresh),
+        }
+    }
+}
+
 /// Runs until `cancel`: samples every `config.sample.interval`, publishing into `tx`.
 pub async fn run(
     mut setup: SamplerSetup,
@@ -57,14 +80,13 @@ pub async fn run(
 ) {
     let mut seq = 0u64;
     let mut last_probe: Option<Instant> = None;
-    let mut vector_cache =
-        crate::collect::VectorCache::new(config.borrow().sample.vector_index_refresh);
-    // The connection and the variable list, kept between samples.
-    let mut reuse = crate::collect::Reuse::new(config.borrow().sample.variables_refresh);
-    let mut statements = crate::collect::StatementTracker::new(config.borrow().statements.interval);
-    // The status reads the rules' window starts from, and the InnoDB facts' cache.
-    let mut status = StatusTracker::new(config.borrow().sample.status_window);
-    let mut innodb = InnodbCache::new(config.borrow().sample.innodb_refresh);
+    let Kept {
+        mut vector_cache,
+        mut reuse,
+        mut statements,
+        mut status,
+        mut innodb,
+    } = Kept::new(&config.borrow());
     let mut candidates = setup.candidates.borrow_and_update().clone();
     loop {
         let cfg = config.borrow_and_update().clone();
@@ -73,11 +95,13 @@ pub async fn run(
         let latest = setup.candidates.borrow_and_update().clone();
         if !Arc::ptr_eq(&latest, &candidates) {
             candidates = latest;
-            reuse = crate::collect::Reuse::new(cfg.sample.variables_refresh);
-            vector_cache = crate::collect::VectorCache::new(cfg.sample.vector_index_refresh);
-            statements = crate::collect::StatementTracker::new(cfg.statements.interval);
-            status = StatusTracker::new(cfg.sample.status_window);
-            innodb = InnodbCache::new(cfg.sample.innodb_refresh);
+            Kept {
+                vector_cache,
+                reuse,
+                statements,
+                status,
+                innodb,
+            } = Kept::new(&cfg);
         }
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
             vector_cache = crate::collect::VectorCache::new(cfg.sample.vector_index_refresh);
