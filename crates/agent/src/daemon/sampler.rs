@@ -88,6 +88,7 @@ pub async fn run(
         mut innodb,
     } = Kept::new(&config.borrow());
     let mut candidates = setup.candidates.borrow_and_update().clone();
+    let (mut config_open, mut targets_open) = (true, true);
     loop {
         let cfg = config.borrow_and_update().clone();
         // New targets (a reloaded defaults file): nothing kept from the old ones — the
@@ -216,9 +217,11 @@ pub async fn run(
         tokio::select! {
             () = cancel.cancelled() => return,
             () = tokio::time::sleep(next) => {}
-            // A reloaded configuration takes effect at once.
-            r = config.changed() => if r.is_err() { return },
-            r = setup.candidates.changed() => if r.is_err() { return },
+            // A reloaded configuration takes effect at once. A closed channel (no more
+            // reloads: the signal task ended) keeps the last configuration and sampling goes
+            // on; only `cancel` stops the sampler.
+            r = config.changed(), if config_open => config_open = r.is_ok(),
+            r = setup.candidates.changed(), if targets_open => targets_open = r.is_ok(),
         }
     }
 }
@@ -254,6 +257,47 @@ fn overrun(opts: &CollectOptions, budget: Duration) -> Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The channels that carry reloads closing (the signal task ended) must not stop the
+    /// sampler: it keeps the last configuration and targets, and samples on until cancelled.
+    #[tokio::test]
+    async fn closed_reload_channels_do_not_stop_sampling() {
+        let mut cfg = Config::default();
+        cfg.sample.interval = Duration::from_millis(100);
+        cfg.sample.timeout = Duration::from_millis(50);
+        cfg.sample.window = Duration::ZERO;
+        let (config_tx, config_rx) = watch::channel(Arc::new(cfg));
+        let (targets_tx, targets_rx) = watch::channel(Arc::new(Vec::new()));
+        let (tx, mut rx) = watch::channel(None);
+        let cancel = CancellationToken::new();
+        let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/linux/x86-thp-never-large-mariadbd");
+        let setup = SamplerSetup {
+            candidates: targets_rx,
+            roots: Roots::tree(&tree),
+            build: BuildInfo::default(),
+        };
+        let task = tokio::spawn(run(setup, config_rx, tx, cancel.clone()));
+        drop((config_tx, targets_tx));
+        let seq = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                rx.changed().await.expect("the sampler stopped publishing");
+                let seq = rx.borrow().as_ref().map_or(0, |s| s.seq);
+                if seq >= 3 {
+                    return seq;
+                }
+            }
+        })
+        .await
+        .expect("no third sample within 30 s after the reload channels closed");
+        assert!(seq >= 3);
+        assert!(
+            !task.is_finished(),
+            "the sampler returned before it was cancelled"
+        );
+        cancel.cancel();
+        task.await.unwrap();
+    }
 
     #[test]
     fn an_overrun_sample_reads_as_down() {
