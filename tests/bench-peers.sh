@@ -128,7 +128,7 @@ cg_spawn() { # NAME LOG CMD...
 kill_tools() {
     local d p
     for d in "$CG"/*/; do
-        [ "$d" = "$CG/server/" ] && continue
+        if [ ! -d "$d" ] || [ "$d" = "$CG/server/" ]; then continue; fi
         while read -r p; do kill "$p" 2>/dev/null || true; done <"$d/cgroup.procs"
     done
 }
