@@ -297,7 +297,7 @@ fn classify(e: &mysql_async::Error, target: &str, c: &Candidate, with_tls: bool)
             (K::ConnectionRefused, Endpoint::Tcp { host, port }) => (
                 DbErrorKind::ConnectionRefused,
                 format!("{target}: connection refused (nothing listens on {host}:{port})"),
-                "start MariaDB, or point powerdiag at it with --mariadb.url mysql://USER@HOST:PORT/ or --mariadb.defaults-file PATH".to_owned(),
+                "start MariaDB, or point powerdiag at it with POWERDIAG_MARIADB_URL=mysql://USER:PASSWORD@HOST:PORT/ (--mariadb.url takes the same without the password) or --mariadb.defaults-file PATH (a my.cnf with a [client] section)".to_owned(),
             ),
             (K::ConnectionRefused, Endpoint::Socket(p)) => (
                 DbErrorKind::ConnectionRefused,
