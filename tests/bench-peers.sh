@@ -36,7 +36,7 @@
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
 # three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (3),
-# POWERDIAG_PEERS_ROUND_SECONDS (120), POWERDIAG_PEERS_VECTORS (20000),
+# POWERDIAG_PEERS_ROUND_SECONDS (60, the least), POWERDIAG_PEERS_VECTORS (20000),
 # POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
 # POWERDIAG_PEERS_KEEP=1 keeps the work directory (raw numbers in rounds.tsv, oneshot.tsv).
 set -euo pipefail
@@ -47,7 +47,7 @@ cd "$ROOT"
 PORT=${POWERDIAG_PEERS_PORT:-33590}
 TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 2000 10000}
 ROUNDS=${POWERDIAG_PEERS_ROUNDS:-3}
-ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-120}
+ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-60}
 VECTORS=${POWERDIAG_PEERS_VECTORS:-20000}
 LOAD_S=${POWERDIAG_PEERS_LOAD_INTERVAL:-1}
 PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
@@ -56,6 +56,10 @@ NODE_EXPORTER_VERSION=v1.12.1
 step() { printf '\n==> %s [%s]\n' "$*" "$(date +%T)" >&2; }
 fail() { printf 'bench-peers.sh: %s\n' "$*" >&2; exit 1; }
 
+# A round shorter than four 15 s scrape intervals measures when the scrapes fall, not the tools.
+if ! [[ $ROUND_S =~ ^[0-9]+$ ]] || [ "$ROUND_S" -lt 60 ]; then
+    fail "POWERDIAG_PEERS_ROUND_SECONDS=$ROUND_S: a round must last at least 60 s (four scrape intervals)"
+fi
 for p in "$PORT" "$MYSQLD_EXPORTER_PORT" "$NODE_EXPORTER_PORT" "$AGENT_PORT"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
         fail "port $p is in use: set POWERDIAG_PEERS_PORT to a free range of four ports"
