@@ -25,10 +25,11 @@ T0=$(now)
 mapfile -t PACKAGES < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE/packages.txt")
 [ "${#PACKAGES[@]}" -gt 0 ] || die "no packages in $HERE/packages.txt"
 # The compilers (C and cross C) the Rust build uses, and the tools tests/ runs.
-COMPILERS=(gcc powerpc64le-linux-gnu-gcc aarch64-linux-gnu-gcc)
+# clang is also what bindgen lays the AIX structs out with (crates/perfstat-sys/regen.sh).
+COMPILERS=(gcc powerpc64le-linux-gnu-gcc aarch64-linux-gnu-gcc clang)
 TOOLS=(cc make pkg-config curl debootstrap mariadb /usr/sbin/mariadbd mariadb-install-db prometheus
     promtool amtool systemd-analyze shellcheck rpm readelf qemu-aarch64-static qemu-ppc64le-static
-    python3)
+    python3 jsonnet openssl)
 
 KEY=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE/packages.txt" | sha256sum | cut -c1-16)
 ROOT=$POWERDIAG_CACHE_DIR/bookworm-verify-$KEY
@@ -90,6 +91,11 @@ for t in "${TOOLS[@]}"; do
     # shellcheck disable=SC2016 # $1 is expanded by the chroot's sh
     chroot "$ROOT" sh -c 'command -v "$1"' sh "$t" >/dev/null || fails+=("$t is missing")
 done
+# bindgen (installed by tests/run.sh with cargo) loads libclang.so, which only libclang-dev
+# links under that name.
+# shellcheck disable=SC2016 # the glob is expanded by the chroot's sh
+chroot "$ROOT" sh -c 'ls /usr/lib/llvm-*/lib/libclang.so' >/dev/null 2>&1 ||
+    fails+=("libclang.so (for bindgen) is missing")
 # tests/cross.sh makes a virtualenv for zig: python3 alone lacks ensurepip without python3-venv.
 if ! out=$(chroot "$ROOT" python3 -m venv /tmp/verify-venv 2>&1); then
     printf '%s\n' "$out" >&2
