@@ -14,12 +14,11 @@
 //!   unrun.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{HashMap, HashSet, VecDeque},
     net::IpAddr,
     sync::{
-        Arc, Mutex, MutexGuard,
+        Arc, Condvar, Mutex, MutexGuard,
         atomic::{AtomicU64, AtomicUsize, Ordering},
-        mpsc,
     },
     time::Duration,
 };
@@ -260,20 +259,36 @@ struct Job {
     reply: oneshot::Sender<bool>,
 }
 
+/// The checks waiting for a worker. The queue's length is the `queued` statistic, read and
+/// bounded under the same lock, so the bound and the statistic cannot disagree.
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Set when the pool is dropped: the workers finish what is queued, then stop.
+    closed: bool,
+}
+
 /// A few threads that run bcrypt, fed by a bounded queue. Dropping the pool stops them once the
 /// queue is empty.
-#[derive(Debug)]
 pub(crate) struct BcryptPool {
-    jobs: mpsc::SyncSender<Job>,
+    queue: Arc<(Mutex<Queue>, Condvar)>,
     per_client: Mutex<HashMap<IpAddr, usize>>,
     limits: AuthLimits,
     stats: Arc<AuthStats>,
 }
 
+impl std::fmt::Debug for BcryptPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BcryptPool")
+            .field("limits", &self.limits)
+            .field("queued", &self.stats.queued())
+            .finish_non_exhaustive()
+    }
+}
+
 impl BcryptPool {
     pub(crate) fn new(limits: AuthLimits, stats: Arc<AuthStats>) -> std::io::Result<BcryptPool> {
-        let (jobs, queue) = mpsc::sync_channel::<Job>(limits.queue.max(1));
-        let queue = Arc::new(Mutex::new(queue));
+        let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         for i in 0..limits.workers.max(1) {
             let queue = queue.clone();
             let stats = stats.clone();
@@ -282,7 +297,7 @@ impl BcryptPool {
                 .spawn(move || worker(&queue, &stats))?;
         }
         Ok(BcryptPool {
-            jobs,
+            queue,
             per_client: Mutex::new(HashMap::new()),
             limits,
             stats,
@@ -304,21 +319,23 @@ impl BcryptPool {
             return Err(busy());
         };
         let (reply, answer) = oneshot::channel();
-        self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        if self
-            .jobs
-            .try_send(Job {
+        {
+            let (lock_q, ready) = &*self.queue;
+            let mut q = lock(lock_q);
+            if q.jobs.len() >= self.limits.queue.max(1) {
+                drop(q);
+                return Err(busy());
+            }
+            q.jobs.push_back(Job {
                 web,
                 pending,
                 reply,
-            })
-            .is_err()
-        {
-            self.stats.queued.fetch_sub(1, Ordering::Relaxed);
-            return Err(busy());
+            });
+            let depth = q.jobs.len();
+            self.stats.queued.store(depth, Ordering::Relaxed);
+            self.stats.max_queued.fetch_max(depth, Ordering::Relaxed);
+            ready.notify_one();
         }
-        let depth = self.stats.queued.load(Ordering::Relaxed);
-        self.stats.max_queued.fetch_max(depth, Ordering::Relaxed);
         match tokio::time::timeout(self.limits.wait, answer).await {
             Ok(Ok(allowed)) => Ok(allowed),
             // Timed out (the dropped receiver tells the worker to skip it) or the pool stopped.
@@ -327,11 +344,32 @@ impl BcryptPool {
     }
 }
 
-fn worker(queue: &Mutex<mpsc::Receiver<Job>>, stats: &AuthStats) {
+impl Drop for BcryptPool {
+    fn drop(&mut self) {
+        let (lock_q, ready) = &*self.queue;
+        lock(lock_q).closed = true;
+        ready.notify_all();
+    }
+}
+
+fn worker(queue: &(Mutex<Queue>, Condvar), stats: &AuthStats) {
+    let (lock_q, ready) = queue;
     loop {
-        let job = lock(queue).recv();
-        let Ok(job) = job else { return };
-        stats.queued.fetch_sub(1, Ordering::Relaxed);
+        let job = {
+            let mut q = lock(lock_q);
+            loop {
+                if let Some(job) = q.jobs.pop_front() {
+                    stats.queued.store(q.jobs.len(), Ordering::Relaxed);
+                    break job;
+                }
+                if q.closed {
+                    return;
+                }
+                q = ready
+                    .wait(q)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        };
         if job.reply.is_closed() {
             stats.dropped.fetch_add(1, Ordering::Relaxed);
             continue;
