@@ -316,10 +316,12 @@ pub struct VectorIndex {
     pub hidden_table: Option<String>,
     /// On-disk size of the hidden table's clustered index, bytes.
     pub hidden_table_bytes: Option<u64>,
-    /// Where `rows` and `hidden_table_bytes` came from when InnoDB's in-memory statistics were
-    /// not loaded (a table evicted from the dictionary cache reads `NUM_ROWS = 0` and
-    /// `CLUST_INDEX_SIZE = 0`): the persistent statistics and their age, the file allocation,
-    /// or why the size is unknown. `None` when the live statistics were used.
+    /// Where `rows` and `hidden_table_bytes` came from when not from InnoDB's in-memory
+    /// statistics: the persistent statistics and their age (read first: they cost the server
+    /// the same at any number of tables), the file allocation when the in-memory statistics
+    /// were not loaded either (a table evicted from the dictionary cache reads `NUM_ROWS = 0`
+    /// and `CLUST_INDEX_SIZE = 0`), or why the size is unknown. `None` when the in-memory
+    /// statistics were used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_source: Option<String>,
     /// `INFORMATION_SCHEMA.VECTOR_INDEXES.CACHE_OVERFLOWS`, where the server has it.

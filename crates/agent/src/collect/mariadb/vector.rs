@@ -28,8 +28,10 @@ pub(crate) struct Discovery {
 /// Lists vector indexes with their sizes.
 ///
 /// 1. `INFORMATION_SCHEMA.VECTOR_INDEXES` where the server has it (MariaDB 13.1+).
-/// 2. Else the hidden `<table>#i#NN` tables from `INNODB_SYS_TABLES` with `INNODB_SYS_TABLESTATS`
-///    (needs PROCESS), then each base table's index definition by exact-name lookups.
+/// 2. Else the hidden `<table>#i#NN` tables from `INNODB_SYS_TABLES` (needs PROCESS), sized by
+///    their persistent statistics (`mysql.innodb_table_stats`, by primary key), and only those
+///    it does not size by `INNODB_SYS_TABLESTATS`; then each base table's index definition by
+///    exact-name lookups.
 /// 3. Without PROCESS, `INFORMATION_SCHEMA.STATISTICS` filtered on `INDEX_TYPE='VECTOR'` (only
 ///    tables the user has privileges on) and the base tables' row estimates.
 pub(crate) async fn discover(
@@ -52,28 +54,32 @@ pub(crate) async fn discover(
             Ok(names) if names.is_empty() => {}
             Ok(names) => {
                 let names = text_rows(&names);
-                let stats = text_rows(&s.query(HIDDEN_STATS_SQL).await?);
-                let mut hidden = parse_hidden_tables(&hidden_rows(&names, &stats), page);
-                d.indexes = if hidden.iter().all(|h| h.loaded) {
-                    resolve_sizes(hidden, Ok(&[]), page)
-                } else {
-                    let persistent = s.query(PERSISTENT_SQL).await.map(|r| text_rows(&r));
-                    let unsized_left = hidden.iter().any(|h| {
-                        !h.loaded
-                            && !persistent.as_ref().is_ok_and(|rows| {
-                                persistent_size(rows, h.index.hidden_table.as_deref()).is_some()
-                            })
-                    });
+                // The persistent statistics first, by primary key: their cost does not grow
+                // with the tables on the server, and where they exist they are the figures
+                // InnoDB holds in memory too.
+                let persistent = s
+                    .query(&persistent_sql(&names))
+                    .await
+                    .map(|r| text_rows(&r));
+                let (mut found, lacking) =
+                    sized_by_persistent(&names, persistent.as_deref().ok(), page);
+                if !lacking.is_empty() {
+                    let stats = text_rows(&s.query(HIDDEN_STATS_SQL).await?);
+                    let mut hidden = parse_hidden_tables(&hidden_rows(&lacking, &stats), page);
                     // The file allocation, the last resort: INNODB_SYS_TABLESPACES stats every
                     // tablespace file, so it is read only when nothing better sized a table.
-                    if unsized_left && let Ok(rows) = s.query(HIDDEN_ALLOCATED_SQL).await {
+                    if hidden.iter().any(|h| !h.loaded)
+                        && let Ok(rows) = s.query(HIDDEN_ALLOCATED_SQL).await
+                    {
                         set_allocated(&mut hidden, &text_rows(&rows));
                     }
-                    match &persistent {
+                    found.extend(match &persistent {
                         Ok(rows) => resolve_sizes(hidden, Ok(rows), page),
                         Err(e) => resolve_sizes(hidden, Err(&e.message), page),
-                    }
-                };
+                    });
+                    found.sort_by(|a, b| a.hidden_table.cmp(&b.hidden_table));
+                }
+                d.indexes = found;
             }
             Err(e) if e.kind == DbErrorKind::MissingPrivilege => {
                 let grant = format!("GRANT PROCESS ON *.* TO {}", s.account());
@@ -127,12 +133,13 @@ pub(crate) async fn discover(
 /// Hidden MHNSW tables are named `<table>#i#<key number>`; InnoDB spells names `db/table` with
 /// special characters encoded as `@XXXX`.
 ///
-/// Three reads, each only when the one before needs it, because their cost grows with every
-/// table on the server (measured at 10,000 file-per-table tables, mariadbd CPU per statement,
-/// tests/bench.sh's generator): the dictionary's table names ~15 ms; `INNODB_SYS_TABLESTATS`
-/// ~90 ms (it loads every table's dictionary entry); `INNODB_SYS_TABLESPACES` ~55 ms (it stats
-/// every tablespace file). One statement joining all three cost ~320 ms. A server without
-/// vector indexes now pays the first only.
+/// The dictionary reads cost the server per table on it (measured at 10,000 file-per-table
+/// tables, mariadbd CPU per statement, tests/harness/many-tables.sh): the dictionary's table
+/// names 15–17 ms; `INNODB_SYS_TABLESTATS` 90–124 ms (it loads every table's dictionary
+/// entry); `INNODB_SYS_TABLESPACES` ~55 ms (it stats every tablespace file). One statement
+/// joining all three cost ~320 ms. So only the names are always read; the sizes come from
+/// the persistent statistics by primary key ([`persistent_sql`], well under 1 ms), and the
+/// two expensive reads run only for hidden tables those do not size.
 const HIDDEN_LIST_SQL: &str =
     "SELECT NAME FROM information_schema.INNODB_SYS_TABLES WHERE NAME LIKE '%#i#%'";
 /// The in-memory statistics of the hidden tables (read only when there are some).
@@ -158,7 +165,7 @@ pub(crate) fn hidden_rows(names: &[TextRow], stats: &[TextRow]) -> Vec<TextRow> 
         .collect()
 }
 
-/// What `mysql.innodb_table_stats` (rows of [`PERSISTENT_SQL`]) says of the hidden table
+/// What `mysql.innodb_table_stats` (rows of [`persistent_sql`]) says of the hidden table
 /// `name` when it sizes it: (rows, clustered-index pages > 0, age in seconds as the server
 /// printed it).
 fn persistent_size(
@@ -221,12 +228,76 @@ pub(crate) fn parse_hidden_tables(rows: &[TextRow], page: u64) -> Vec<Hidden> {
     out
 }
 
-/// The persistent statistics of the hidden tables, for those whose in-memory statistics are
-/// not loaded: one statement, bounded by the number of vector indexes. The age is computed by
-/// the server (its clock and time zone).
-const PERSISTENT_SQL: &str = "SELECT CONCAT(database_name, '/', table_name), n_rows, \
-     clustered_index_size, TIMESTAMPDIFF(SECOND, last_update, NOW()) \
-     FROM mysql.innodb_table_stats WHERE table_name LIKE '%#i#%'";
+/// The persistent statistics (`mysql.innodb_table_stats`) of the hidden tables `names` (rows of
+/// [`HIDDEN_LIST_SQL`]), looked up by primary key: the statement grows with the number of
+/// vector indexes, never with the tables. The age is computed by the server (its clock and
+/// time zone). With persistent statistics (InnoDB's default) the in-memory figures are loaded
+/// from and recalculated into these rows: measured on 11.8, a 5,000-row index read 4,907 rows
+/// and 97 pages in both. Only `NUM_ROWS` moves in memory between recalculations, and the base
+/// table's row estimate (read after, see `describe`) covers that.
+pub(crate) fn persistent_sql(names: &[TextRow]) -> String {
+    let keys: Vec<String> = names
+        .iter()
+        .filter_map(|r| tcol(r, 0))
+        .filter_map(|n| {
+            let (db, t) = n.split_once('/')?;
+            Some(format!(
+                "(database_name = {} AND table_name = {})",
+                sql_str(db),
+                sql_str(t)
+            ))
+        })
+        .collect();
+    let cond = if keys.is_empty() {
+        "FALSE".to_owned()
+    } else {
+        keys.join(" OR ")
+    };
+    format!(
+        "SELECT CONCAT(database_name, '/', table_name), n_rows, clustered_index_size, \
+         TIMESTAMPDIFF(SECOND, last_update, NOW()) FROM mysql.innodb_table_stats WHERE {cond}"
+    )
+}
+
+/// The hidden tables the persistent statistics size, as vector indexes, and the names
+/// (rows of [`HIDDEN_LIST_SQL`]) they do not (no row, or 0 pages: never computed).
+pub(crate) fn sized_by_persistent(
+    names: &[TextRow],
+    persistent: Option<&[TextRow]>,
+    page: u64,
+) -> (Vec<VectorIndex>, Vec<TextRow>) {
+    let mut found = Vec::new();
+    let mut lacking = Vec::new();
+    for n in names {
+        let Some(name) = tcol(n, 0) else { continue };
+        let Some((schema, table, _key)) = split_hidden_name(&name) else {
+            continue;
+        };
+        match persistent.and_then(|rows| persistent_size(rows, Some(&name))) {
+            Some((rows, pages, age)) => found.push(VectorIndex {
+                schema,
+                table,
+                rows,
+                rows_source: rows.map(|_| "mysql.innodb_table_stats (hidden graph table)".into()),
+                hidden_table: Some(name),
+                hidden_table_bytes: Some(pages.saturating_mul(page)),
+                size_source: Some(format!(
+                    "sized from InnoDB's persistent statistics (mysql.innodb_table_stats), updated {} ago",
+                    age_text(age.as_deref())
+                )),
+                ..Default::default()
+            }),
+            None => lacking.push(n.clone()),
+        }
+    }
+    (found, lacking)
+}
+
+fn age_text(age: Option<&str>) -> String {
+    age.and_then(|a| a.parse::<i64>().ok())
+        .map(|a| humanize_secs(a.max(0)))
+        .unwrap_or_else(|| "at an unknown time".into())
+}
 
 /// Sizes for hidden tables without loaded statistics, best source first: the persistent
 /// statistics (`mysql.innodb_table_stats`, with their age), else the file allocation (an
@@ -254,9 +325,7 @@ pub(crate) fn resolve_sizes(
                 idx.hidden_table_bytes = Some(pages.saturating_mul(page));
                 idx.size_source = Some(format!(
                     "{UNLOADED}; sized from mysql.innodb_table_stats, updated {} ago",
-                    age.and_then(|a| a.parse::<i64>().ok())
-                        .map(|a| humanize_secs(a.max(0)))
-                        .unwrap_or_else(|| "at an unknown time".into())
+                    age_text(age.as_deref())
                 ));
             } else if let Some(allocated) = h.allocated {
                 idx.hidden_table_bytes = Some(allocated);
@@ -628,6 +697,51 @@ mod tests {
         );
         assert_eq!(hidden[0].allocated, Some(65536));
         assert_eq!(hidden[1].allocated, None, "0 bytes allocated is unknown");
+    }
+
+    /// The persistent statistics size what they have a row with pages for, by primary key;
+    /// the rest is left for the in-memory statistics.
+    #[test]
+    fn persistent_statistics_first() {
+        let names = [
+            row(&[Some("a/t#i#01")]),
+            row(&[Some("b@002dx/u'v#i#02")]),
+            row(&[Some("c/w#i#01")]),
+        ];
+        let sql = persistent_sql(&names);
+        assert!(
+            sql.ends_with(
+                "WHERE (database_name = 'a' AND table_name = 't#i#01') OR (database_name = 'b@002dx' AND table_name = 'u\\'v#i#02') OR (database_name = 'c' AND table_name = 'w#i#01')"
+            ),
+            "{sql}"
+        );
+        assert!(persistent_sql(&[]).ends_with("WHERE FALSE"));
+        let persistent = [
+            row(&[Some("a/t#i#01"), Some("4907"), Some("97"), Some("30")]),
+            row(&[Some("b@002dx/u'v#i#02"), Some("0"), Some("0"), Some("5")]),
+        ];
+        let (found, lacking) = sized_by_persistent(&names, Some(&persistent), 16384);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].schema.as_str(), found[0].table.as_str()),
+            ("a", "t")
+        );
+        assert_eq!(found[0].rows, Some(4907));
+        assert_eq!(found[0].hidden_table_bytes, Some(97 * 16384));
+        assert!(
+            found[0]
+                .size_source
+                .as_deref()
+                .unwrap()
+                .contains("updated 30 s ago"),
+            "{:?}",
+            found[0].size_source
+        );
+        // 0 pages were never computed; no row at all: both left for INNODB_SYS_TABLESTATS.
+        assert_eq!(lacking, [names[1].clone(), names[2].clone()]);
+        let (found, lacking) = sized_by_persistent(&names, None, 16384);
+        assert!(found.is_empty());
+        assert_eq!(lacking.len(), 3);
     }
 
     /// Measured on 11.8: after 2,000 other tables were opened, the evicted hidden table read
