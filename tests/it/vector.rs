@@ -318,3 +318,68 @@ fn privilege_verdicts(report: &Value) -> Vec<(String, String)> {
     assert!(!v.is_empty(), "no checks left to compare in {report:#}");
     v
 }
+
+/// The agent keeps its list of vector indexes while no schema changes (listing InnoDB's
+/// dictionary costs the server per table on it), and lists again after one: an index created
+/// after the agent started appears, and disappears when dropped.
+#[test]
+fn the_agent_lists_vector_indexes_again_after_a_schema_change() {
+    let _lock = m118_lock();
+    let server = Server::m118();
+    let sql = |stmts: &'static [&'static str]| {
+        block_on(async {
+            let pool = server.pool();
+            let mut c = pool.get_conn().await.expect("connect as root");
+            for s in stmts {
+                c.query_drop(*s)
+                    .await
+                    .unwrap_or_else(|e| panic!("{s}: {e}"));
+            }
+            drop(c);
+            pool.disconnect().await.unwrap();
+        })
+    };
+    sql(&["DROP DATABASE IF EXISTS pd_relist"]);
+    let agent = crate::agent::start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvector_index_refresh = \"2s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+    );
+    let listed = || -> Option<Vec<String>> {
+        let (_, _, body) = crate::agent::get(agent.port, "/api/v1/snapshot")?;
+        let j: Value = serde_json::from_str(&body).ok()?;
+        let s = j.get("snapshot").unwrap_or(&j);
+        let idx = s["mariadb"]["facts"]["vector_indexes"]["available"].as_array()?;
+        Some(
+            idx.iter()
+                .map(|i| {
+                    format!(
+                        "{}.{}",
+                        i["schema"].as_str().unwrap_or("?"),
+                        i["table"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect(),
+        )
+    };
+    let has = |want: bool| {
+        let mut last = None;
+        let ok = crate::agent::eventually(std::time::Duration::from_secs(30), || {
+            last = listed();
+            last.as_ref()
+                .is_some_and(|l| l.iter().any(|t| t == "pd_relist.v") == want)
+        });
+        assert!(
+            ok,
+            "pd_relist.v listed should be {want}; the agent listed {last:?}"
+        );
+    };
+    has(false);
+    sql(&[
+        "CREATE DATABASE pd_relist",
+        "CREATE TABLE pd_relist.v (id INT PRIMARY KEY, e VECTOR(4) NOT NULL, VECTOR INDEX (e)) ENGINE=InnoDB",
+        "INSERT INTO pd_relist.v SELECT seq, VEC_FromText(CONCAT('[', seq, ',1,2,3]')) FROM pd_relist.seq_1_to_50",
+    ]);
+    has(true);
+    sql(&["DROP DATABASE pd_relist"]);
+    has(false);
+}

@@ -145,6 +145,15 @@ named_enum! {
         InnodbCheckpointAge => "innodb_checkpoint_age",
         InnodbCheckpointMaxAge => "innodb_checkpoint_max_age",
         InnodbHistoryListLength => "innodb_history_list_length",
+        // Schema changes: the agent lists the vector indexes again only after one (or a
+        // restart), since the list costs the server per table on it.
+        ComCreateTable => "com_create_table",
+        ComAlterTable => "com_alter_table",
+        ComDropTable => "com_drop_table",
+        ComRenameTable => "com_rename_table",
+        ComCreateIndex => "com_create_index",
+        ComDropIndex => "com_drop_index",
+        ComDropDb => "com_drop_db",
     }
 }
 

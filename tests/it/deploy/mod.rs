@@ -245,7 +245,6 @@ fn fast_agent_toml(probe: bool) -> String {
     let toml = read(&deploy("systemd/agent.toml"));
     let mut out = toml.clone();
     for (from, to) in [
-        ("interval = \"15s\"", "interval = \"3s\""),
         ("timeout = \"5s\"", "timeout = \"1s\""),
         ("window = \"1s\"", "window = \"200ms\""),
         ("queries = 20", "queries = 4"),

@@ -133,10 +133,20 @@ impl Reuse {
     }
 }
 
-/// When the indexes were listed, and what was found.
-type CachedIndexes = (Instant, Vec<powerdiag_rules::VectorIndex>);
+/// When the indexes were listed, what was found, the hidden tables listed (when InnoDB's
+/// dictionary was read) and the server's schema-change counters then.
+#[derive(Debug)]
+struct CachedIndexes {
+    at: Instant,
+    indexes: Vec<powerdiag_rules::VectorIndex>,
+    hidden: Option<Vec<String>>,
+    mark: Option<vector::SchemaMark>,
+}
 
-/// Vector indexes listed earlier, shared between samples.
+/// Vector indexes listed earlier, shared between samples. After `refresh` their sizes are read
+/// again; the list itself (InnoDB's dictionary, whose read costs the server per table on it:
+/// 12–17 ms at 10,000 tables) is read again only when the server's schema-change counters
+/// moved or it restarted (see [`vector::SchemaMark`]).
 #[derive(Debug, Clone)]
 pub struct VectorCache {
     pub refresh: Duration,
@@ -153,13 +163,32 @@ impl VectorCache {
 
     fn fresh(&self) -> Option<Vec<powerdiag_rules::VectorIndex>> {
         let guard = self.last.lock().ok()?;
-        let (at, v) = guard.as_ref()?;
-        (at.elapsed() < self.refresh).then(|| v.clone())
+        let c = guard.as_ref()?;
+        (c.at.elapsed() < self.refresh).then(|| c.indexes.clone())
     }
 
-    fn store(&self, v: &[powerdiag_rules::VectorIndex]) {
+    /// The hidden tables of the last listing, when no schema changed since (`now` is the
+    /// server's mark at this sample).
+    fn unchanged_hidden(&self, now: Option<&vector::SchemaMark>) -> Option<Vec<String>> {
+        let guard = self.last.lock().ok()?;
+        let c = guard.as_ref()?;
+        let (then, now) = (c.mark.as_ref()?, now?);
+        then.unchanged_at(now).then(|| c.hidden.clone()).flatten()
+    }
+
+    fn store(
+        &self,
+        v: &[powerdiag_rules::VectorIndex],
+        hidden: Option<Vec<String>>,
+        mark: Option<vector::SchemaMark>,
+    ) {
         if let Ok(mut guard) = self.last.lock() {
-            *guard = Some((Instant::now(), v.to_vec()));
+            *guard = Some(CachedIndexes {
+                at: Instant::now(),
+                indexes: v.to_vec(),
+                hidden,
+                mark,
+            });
         }
     }
 }

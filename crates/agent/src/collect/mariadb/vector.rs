@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use powerdiag_rules::{DbError, DbErrorKind, Gathered, Var, VectorIndex};
+use powerdiag_rules::{DbError, DbErrorKind, Gathered, StatusVar, Var, VectorIndex};
 
 use super::session::{Session, TextRow, col, col_u64, ident, sql_str, tcol, tcol_u64, text_rows};
 use super::{
@@ -23,6 +23,50 @@ const DEFAULT_PAGE: u64 = 16384;
 pub(crate) struct Discovery {
     pub(crate) indexes: Vec<VectorIndex>,
     pub(crate) notes: Vec<String>,
+    /// The hidden graph tables InnoDB's dictionary listed (`None`: not listed that way).
+    pub(crate) hidden: Option<Vec<String>>,
+}
+
+/// The counters that move when a table or index is created, altered, renamed or dropped
+/// (`Com_create_table`, ..., `Com_drop_db`, counted for every session, replication's applier
+/// included), with the server's uptime. The list of vector indexes changes only when one of
+/// them does or the server restarts, so the agent reads the dictionary again only then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SchemaMark {
+    uptime: u64,
+    counters: Vec<u64>,
+}
+
+const SCHEMA_CHANGES: [StatusVar; 7] = [
+    StatusVar::ComCreateTable,
+    StatusVar::ComAlterTable,
+    StatusVar::ComDropTable,
+    StatusVar::ComRenameTable,
+    StatusVar::ComCreateIndex,
+    StatusVar::ComDropIndex,
+    StatusVar::ComDropDb,
+];
+
+impl SchemaMark {
+    /// The mark in a status read; `None` when a counter is missing or unreadable (then the
+    /// dictionary is always read).
+    pub(crate) fn of(status: &BTreeMap<String, String>) -> Option<SchemaMark> {
+        let num = |v: StatusVar| status.get(v.name())?.trim().parse::<u64>().ok();
+        Some(SchemaMark {
+            uptime: num(StatusVar::Uptime)?,
+            counters: SCHEMA_CHANGES
+                .iter()
+                .map(|v| num(*v))
+                .collect::<Option<_>>()?,
+        })
+    }
+
+    /// True when `now` is the same server run with no schema change since `self`: the same
+    /// counters (any difference, a reset by `FLUSH STATUS` included, is a change) and an
+    /// uptime that did not go back (a restart).
+    pub(crate) fn unchanged_at(&self, now: &SchemaMark) -> bool {
+        self.counters == now.counters && now.uptime >= self.uptime
+    }
 }
 
 /// Lists vector indexes with their sizes.
@@ -34,26 +78,38 @@ pub(crate) struct Discovery {
 ///    exact-name lookups.
 /// 3. Without PROCESS, `INFORMATION_SCHEMA.STATISTICS` filtered on `INDEX_TYPE='VECTOR'` (only
 ///    tables the user has privileges on) and the base tables' row estimates.
+///
+/// `known`: the hidden tables an earlier listing found, when no schema changed since (the
+/// agent, see [`SchemaMark`]): they are sized again without listing the dictionary, and none
+/// means no statement at all.
 pub(crate) async fn discover(
     s: &mut Session,
     page_size: Option<u64>,
+    known: Option<&[String]>,
 ) -> Result<Discovery, DbError> {
     let page = page_size.unwrap_or(DEFAULT_PAGE);
     let mut d = Discovery::default();
-    let has_view = !s
-        .query("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA='information_schema' AND TABLE_NAME='VECTOR_INDEXES'")
-        .await?
-        .is_empty();
+    let has_view = known.is_none()
+        && !s
+            .query("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA='information_schema' AND TABLE_NAME='VECTOR_INDEXES'")
+            .await?
+            .is_empty();
     if has_view {
         let rows = s
             .query("SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, VECTOR_DIMENSIONS, INDEX_SIZE, TOTAL_NODES, MEMORY_SIZE, CACHE_OVERFLOWS FROM information_schema.VECTOR_INDEXES")
             .await?;
         d.indexes = parse_vector_indexes_view(&text_rows(&rows));
     } else {
-        match s.query(HIDDEN_LIST_SQL).await {
+        let listed = match known {
+            Some(names) => Ok(names.iter().map(|n| vec![Some(n.clone())]).collect()),
+            None => s.query(HIDDEN_LIST_SQL).await.map(|r| text_rows(&r)),
+        };
+        if let Ok(names) = &listed {
+            d.hidden = Some(names.iter().filter_map(|r| tcol(r, 0)).collect());
+        }
+        match listed {
             Ok(names) if names.is_empty() => {}
             Ok(names) => {
-                let names = text_rows(&names);
                 // The persistent statistics first, by primary key: their cost does not grow
                 // with the tables on the server, and where they exist they are the figures
                 // InnoDB holds in memory too.
@@ -578,17 +634,26 @@ impl Part for VectorIndexes {
                 .get(Var::InnodbPageSize.name())
                 .and_then(|p| p.parse().ok());
             let cache = ctx.opts.vector_cache.as_ref();
-            let discovered = match cache.and_then(VectorCache::fresh) {
-                Some(indexes) => Ok(Discovery {
-                    indexes,
-                    notes: Vec::new(),
-                }),
-                None => discover(ctx.s, page).await,
+            let mark = SchemaMark::of(&ctx.facts.status);
+            // The kept list while it is fresh (not stored again: that would restart its
+            // age, and it would never be read again).
+            let (discovered, kept) = match cache.and_then(VectorCache::fresh) {
+                Some(indexes) => (
+                    Ok(Discovery {
+                        indexes,
+                        ..Default::default()
+                    }),
+                    true,
+                ),
+                None => {
+                    let known = cache.and_then(|c| c.unchanged_hidden(mark.as_ref()));
+                    (discover(ctx.s, page, known.as_deref()).await, false)
+                }
             };
             match discovered {
                 Ok(d) => {
-                    if let Some(cache) = cache {
-                        cache.store(&d.indexes);
+                    if let Some(cache) = cache.filter(|_| !kept) {
+                        cache.store(&d.indexes, d.hidden, mark);
                     }
                     ctx.facts.notes.extend(d.notes);
                     ctx.facts.vector_indexes = Gathered::Available(d.indexes);
@@ -697,6 +762,36 @@ mod tests {
         );
         assert_eq!(hidden[0].allocated, Some(65536));
         assert_eq!(hidden[1].allocated, None, "0 bytes allocated is unknown");
+    }
+
+    /// The dictionary is listed again after any schema change or a restart, and whenever the
+    /// counters cannot be read.
+    #[test]
+    fn schema_marks() {
+        let status = |uptime: &str, alter: &str| -> BTreeMap<String, String> {
+            let mut m: BTreeMap<String, String> = SCHEMA_CHANGES
+                .iter()
+                .map(|v| (v.name().to_owned(), "3".to_owned()))
+                .collect();
+            m.insert("uptime".into(), uptime.into());
+            m.insert("com_alter_table".into(), alter.into());
+            m
+        };
+        let then = SchemaMark::of(&status("100", "7")).unwrap();
+        assert!(then.unchanged_at(&SchemaMark::of(&status("400", "7")).unwrap()));
+        assert!(!then.unchanged_at(&SchemaMark::of(&status("400", "8")).unwrap()));
+        assert!(
+            !then.unchanged_at(&SchemaMark::of(&status("50", "7")).unwrap()),
+            "a restart"
+        );
+        assert!(
+            !then.unchanged_at(&SchemaMark::of(&status("400", "0")).unwrap()),
+            "FLUSH STATUS"
+        );
+        let mut missing = status("100", "7");
+        missing.remove("com_drop_db");
+        assert_eq!(SchemaMark::of(&missing), None);
+        assert_eq!(SchemaMark::of(&status("100", "x")), None);
     }
 
     /// The persistent statistics size what they have a row with pages for, by primary key;
