@@ -1,7 +1,11 @@
 //! The mariadbd process: found from the server's pid file, else by name; its memory, page
 //! sizes, allocator, affinity and threads.
 
-use std::collections::BTreeSet;
+use std::{
+    collections::BTreeSet,
+    sync::{Mutex, PoisonError},
+    time::{Duration, Instant},
+};
 
 use powerdiag_rules::{Allocator, Gathered, OsFacts, ProcessFacts};
 use procfs::process::Status;
@@ -158,6 +162,86 @@ fn server_in_cmdline(path: &std::path::Path) -> Option<String> {
     None
 }
 
+/// The allocator mariadbd maps, with the library that says so.
+fn read_allocator(dir: &std::path::Path) -> Option<(Allocator, String)> {
+    let file = open(&dir.join("maps"), MAX_STREAM).ok()?;
+    let m = scan_smaps(std::io::BufReader::new(file));
+    let find = |needle: &str| m.libraries.iter().find(|l| l.starts_with(needle)).cloned();
+    Some(if let Some(l) = find("libjemalloc") {
+        (Allocator::Jemalloc, l)
+    } else if let Some(l) = find("libtcmalloc") {
+        (Allocator::Tcmalloc, l)
+    } else if let Some(l) = find("libmimalloc") {
+        (Allocator::Mimalloc, l)
+    } else {
+        (
+            Allocator::Libc,
+            "no jemalloc, tcmalloc or mimalloc library mapped".to_owned(),
+        )
+    })
+}
+
+/// How long the live mariadbd's huge-page use from `smaps_rollup` is reused: reading it makes
+/// the kernel walk mariadbd's page tables under its memory-map lock (7.6 ms for a 400 MB
+/// mariadbd on the test VM, growing with the buffer pool), while THP use moves slowly.
+const SMAPS_REUSE: Duration = Duration::from_secs(300);
+
+/// The live process a kept reading belongs to: a pid and its start time (a new process that
+/// reuses the pid is another process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Live {
+    pid: u32,
+    started: Option<String>,
+}
+
+#[derive(Debug)]
+struct KeptProcess {
+    of: Live,
+    /// `AnonHugePages` and HugeTLB bytes from smaps_rollup, and when they were read.
+    huge: (u64, u64),
+    huge_at: Instant,
+    allocator: Option<(Allocator, String)>,
+}
+
+static KEPT: Mutex<Option<KeptProcess>> = Mutex::new(None);
+
+/// `f` of what is kept for this live process (`None`: not live, or nothing kept for it).
+fn kept<T>(live: Option<&Live>, f: impl FnOnce(&KeptProcess) -> T) -> Option<T> {
+    let live = live.filter(|l| l.started.is_some())?;
+    let guard = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    guard.as_ref().filter(|k| &k.of == live).map(f)
+}
+
+/// Updates what is kept for this live process (starting afresh for another one).
+fn keep(live: Option<&Live>, f: impl FnOnce(&mut KeptProcess)) {
+    let Some(live) = live.filter(|l| l.started.is_some()) else {
+        return;
+    };
+    let mut guard = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if guard.as_ref().is_none_or(|k| &k.of != live) {
+        *guard = Some(KeptProcess {
+            of: live.clone(),
+            huge: (0, 0),
+            // Not read yet: already past its reuse.
+            huge_at: Instant::now()
+                .checked_sub(SMAPS_REUSE)
+                .unwrap_or_else(Instant::now),
+            allocator: None,
+        });
+    }
+    if let Some(k) = guard.as_mut() {
+        f(k);
+    }
+}
+
+/// A process's start time (`/proc/PID/stat` field 22, in clock ticks since boot).
+pub(super) fn process_start(r: &Roots, pid: u32) -> Option<String> {
+    let stat = read_trim(&r.proc(format!("{pid}/stat"))).ok()?;
+    // The fields after the command, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    rest.split_whitespace().nth(19).map(str::to_owned)
+}
+
 pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFacts, CollectError> {
     let dir = r.proc(pid.to_string());
     let status: Status = parse_procfs(&dir.join("status"))?;
@@ -200,13 +284,28 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         .and_then(|m| Some(m.hugepages_total?.saturating_sub(m.hugepages_free?)))
         .unwrap_or(1);
     let thp_in_use = system.as_ref().and_then(|m| m.anon_hugepages).unwrap_or(1);
+    let live = r.is_live().then(|| Live {
+        pid,
+        started: process_start(r, pid),
+    });
     let mut hugetlb_bytes = 0;
     if thp_in_use == 0 && hugetlb_used == 0 {
         f.anon_huge_bytes = Some(0);
+    } else if let Some((anon, hugetlb)) = kept(live.as_ref(), |k| {
+        (k.huge_at.elapsed() < SMAPS_REUSE).then_some(k.huge)
+    })
+    .flatten()
+    {
+        f.anon_huge_bytes = Some(anon);
+        hugetlb_bytes = hugetlb;
     } else if let Ok(file) = open(&dir.join("smaps_rollup"), MAX_STREAM) {
         let m = scan_smaps(std::io::BufReader::new(file));
         f.anon_huge_bytes = Some(m.anon_huge_bytes);
         hugetlb_bytes = m.hugetlb_bytes;
+        keep(live.as_ref(), |k| {
+            k.huge = (m.anon_huge_bytes, m.hugetlb_bytes);
+            k.huge_at = Instant::now();
+        });
     }
     // Page sizes: the base page (live: the kernel's; a tree: the first mapping's in smaps),
     // plus the HugeTLB size when mariadbd holds HugeTLB pages.
@@ -228,24 +327,21 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     }
     f.mmu_page_sizes = f.kernel_page_sizes.clone();
 
-    // The allocator from the mapped libraries (maps costs no page walk).
-    if let Ok(file) = open(&dir.join("maps"), MAX_STREAM) {
-        let m = scan_smaps(std::io::BufReader::new(file));
-        let find = |needle: &str| m.libraries.iter().find(|l| l.starts_with(needle)).cloned();
-        let (alloc, lib) = if let Some(l) = find("libjemalloc") {
-            (Allocator::Jemalloc, l)
-        } else if let Some(l) = find("libtcmalloc") {
-            (Allocator::Tcmalloc, l)
-        } else if let Some(l) = find("libmimalloc") {
-            (Allocator::Mimalloc, l)
-        } else {
-            (
-                Allocator::Libc,
-                "no jemalloc, tcmalloc or mimalloc library mapped".to_owned(),
-            )
-        };
+    // The allocator from the mapped libraries (maps costs no page walk); it is linked or
+    // preloaded at start, so the live process's is read once.
+    let allocator = match kept(live.as_ref(), |k| k.allocator.clone()).flatten() {
+        Some(a) => Some(a),
+        None => {
+            let a = read_allocator(&dir);
+            if let Some(a) = &a {
+                keep(live.as_ref(), |k| k.allocator = Some(a.clone()));
+            }
+            a
+        }
+    };
+    if let Some((alloc, evidence)) = allocator {
         f.allocator = Some(alloc);
-        f.allocator_evidence = Some(lib);
+        f.allocator_evidence = Some(evidence);
     }
     Ok(f)
 }
@@ -253,6 +349,53 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What is kept belongs to one process run: a new start time (the pid reused) or
+    /// another pid starts afresh; a tree (no start time) keeps nothing.
+    #[test]
+    fn kept_readings_belong_to_one_process_run() {
+        let run = |pid, started: &str| Live {
+            pid,
+            started: Some(started.to_owned()),
+        };
+        let a = run(4_000_000_001, "123");
+        keep(Some(&a), |k| {
+            k.allocator = Some((Allocator::Jemalloc, "libjemalloc.so.2".into()))
+        });
+        assert_eq!(
+            kept(Some(&a), |k| k.allocator.clone())
+                .flatten()
+                .map(|x| x.0),
+            Some(Allocator::Jemalloc)
+        );
+        // Not read yet: the huge-page reading is already past its reuse.
+        assert_eq!(
+            kept(Some(&a), |k| k.huge_at.elapsed() < SMAPS_REUSE),
+            Some(false)
+        );
+        assert!(kept(Some(&run(4_000_000_001, "456")), |_| ()).is_none());
+        assert!(kept(Some(&run(4_000_000_002, "123")), |_| ()).is_none());
+        let tree = Live {
+            pid: 4_000_000_001,
+            started: None,
+        };
+        assert!(kept(Some(&tree), |_| ()).is_none());
+        assert!(kept(None, |_| ()).is_none());
+    }
+
+    #[test]
+    fn start_time_after_a_command_with_spaces() {
+        let d = tempfile::tempdir().unwrap();
+        crate::collect::os::linux::tests::write(
+            d.path(),
+            "proc/9/stat",
+            "9 (my (odd) d) S 1 9 9 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 30 0 87654 1000 200\n",
+        );
+        assert_eq!(
+            process_start(&Roots::tree(d.path()), 9).as_deref(),
+            Some("87654")
+        );
+    }
 
     const SMAPS: &str = "\
 55d0c0000000-55d0c1000000 r-xp 00000000 fd:01 1234                       /usr/sbin/mariadbd
