@@ -120,8 +120,9 @@ pub async fn run(
             innodb = innodb.with_refresh(cfg.sample.innodb_refresh);
         }
         let started = Instant::now();
-        let probe_due =
-            cfg.probe.enabled && last_probe.is_none_or(|t| t.elapsed() >= cfg.probe.interval);
+        let probe_due = cfg.probe.enabled
+            && last_probe
+                .is_none_or(|t| !crate::collect::mariadb::still_fresh(t, cfg.probe.interval));
         let opts = CollectOptions {
             candidates: candidates.to_vec(),
             mariadb: MariadbOptions {

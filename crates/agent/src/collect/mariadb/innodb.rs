@@ -153,7 +153,7 @@ impl InnodbCache {
     pub(crate) fn fresh(&self) -> Option<(Gathered<InnodbSize>, Gathered<Transactions>)> {
         let guard = self.last.lock().ok()?;
         let (at, size, trx) = guard.as_ref()?;
-        (at.elapsed() < self.refresh).then(|| (size.clone(), trx.clone()))
+        super::still_fresh(*at, self.refresh).then(|| (size.clone(), trx.clone()))
     }
 
     pub(crate) fn store(&self, size: &Gathered<InnodbSize>, trx: &Gathered<Transactions>) {

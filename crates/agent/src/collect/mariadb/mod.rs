@@ -123,7 +123,7 @@ impl Reuse {
     fn fresh_variables(&self) -> Option<BTreeMap<String, String>> {
         let k = self.kept.lock().ok()?;
         let (at, v) = k.variables.as_ref()?;
-        (at.elapsed() < self.variables_refresh).then(|| v.clone())
+        still_fresh(*at, self.variables_refresh).then(|| v.clone())
     }
 
     fn store_variables(&self, v: &BTreeMap<String, String>) {
@@ -131,6 +131,16 @@ impl Reuse {
             k.variables = Some((Instant::now(), v.clone()));
         }
     }
+}
+
+/// True while something read at `at` may still be reused for `reuse`. Samples start on a fixed
+/// interval, but each read lands a little into its sample: with a reuse equal to the interval
+/// (the default: statements, variables every 60 s), the next sample finds it a few
+/// milliseconds short of due and skips it, so the read happened every other sample (measured:
+/// the agent read the digests and variables every 120 s). The last 5% of the reuse period
+/// therefore counts as due.
+pub(crate) fn still_fresh(at: Instant, reuse: Duration) -> bool {
+    at.elapsed() + reuse / 20 < reuse
 }
 
 /// When the indexes were listed, what was found, the hidden tables listed (when InnoDB's
@@ -164,7 +174,7 @@ impl VectorCache {
     fn fresh(&self) -> Option<Vec<powerdiag_rules::VectorIndex>> {
         let guard = self.last.lock().ok()?;
         let c = guard.as_ref()?;
-        (c.at.elapsed() < self.refresh).then(|| c.indexes.clone())
+        still_fresh(c.at, self.refresh).then(|| c.indexes.clone())
     }
 
     /// The hidden tables of the last listing, when no schema changed since (`now` is the
@@ -599,4 +609,28 @@ async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusW
 
 fn s_timeout_secs(s: &Session) -> f64 {
     s.timeout().as_secs_f64().max(1.0)
+}
+
+#[cfg(test)]
+mod reuse_tests {
+    use std::time::{Duration, Instant};
+
+    /// A read a sample interval old is due at a reuse equal to that interval, even when the
+    /// next sample looks a little early; a clearly recent one is reused; zero never is.
+    #[test]
+    fn due_within_the_last_twentieth() {
+        let ago = |s: u64| {
+            Instant::now()
+                .checked_sub(Duration::from_millis(s))
+                .unwrap()
+        };
+        let minute = Duration::from_secs(60);
+        assert!(
+            !super::still_fresh(ago(59_990), minute),
+            "a few ms short of due"
+        );
+        assert!(!super::still_fresh(ago(57_500), minute));
+        assert!(super::still_fresh(ago(50_000), minute));
+        assert!(!super::still_fresh(ago(0), Duration::ZERO));
+    }
 }

@@ -157,7 +157,7 @@ impl StatementTracker {
     fn not_due(&self) -> Option<Option<Statements>> {
         let st = self.state.lock().ok()?;
         let (at, _) = st.previous.as_ref()?;
-        (at.elapsed() < self.interval).then(|| st.last.clone())
+        super::still_fresh(*at, self.interval).then(|| st.last.clone())
     }
 }
 
