@@ -18,7 +18,7 @@
 #      (/proc/PID/stat over the run), resident memory, SQL statements per sample (its own
 #      counter and the server's Questions), the server's CPU per sample (the schedstat run time
 #      of mariadbd's threads with the agent sampling every second, minus an idle baseline of the
-#      same length), with the variables read one sample in four (the default ratio) and every
+#      same length), with the variables read one sample in four (a 15 s interval's ratio) and every
 #      sample; then what each statement form for variables and status costs the server, sent
 #      once a second on one connection, against a `DO 1` sent the same way; what one read of the
 #      statement digests costs the server with 1,000 distinct digests in the table (the agent
@@ -152,7 +152,7 @@ stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_p
 metric() { curl -fsS "http://$listen/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$agent_pid/status"; }
 
-step "agent: scrapes (wrk -t1 -c1 -d${SECONDS_SCRAPE}s), default 15 s interval"
+step "agent: scrapes (wrk -t1 -c1 -d${SECONDS_SCRAPE}s), a 15 s interval"
 start_agent $'[sample]\ninterval = "15s"\ntimeout = "5s"\nwindow = "1s"\n'
 sleep 2
 t0=$(ticks "$agent_pid")
@@ -183,9 +183,9 @@ agent_server_cpu() { # LABEL VARIABLES_REFRESH
     say "agent, $1: sample duration $(metric powerdiag_sample_duration_seconds) s (no OS window)"
     stop_agent
 }
-# At the default 15 s interval and 60 s variables_refresh, one sample in four reads the
+# At a 15 s interval and 60 s variables_refresh, one sample in four reads the
 # variables too; "4s" at a 1 s interval keeps that ratio. "0s" reads them every sample.
-agent_server_cpu "variables every 4th sample (the default ratio)" 4s
+agent_server_cpu "variables every 4th sample (a 15 s interval's ratio)" 4s
 agent_server_cpu "variables every sample (variables_refresh = 0)" 0s
 
 step "statement digests: one read (two statements) with 1,000 distinct digests in the table"

@@ -197,9 +197,8 @@ struct Live {
 #[derive(Debug)]
 struct KeptProcess {
     of: Live,
-    /// `AnonHugePages` and HugeTLB bytes from smaps_rollup, and when they were read.
-    huge: (u64, u64),
-    huge_at: Instant,
+    /// When smaps_rollup was read, and its `AnonHugePages` and HugeTLB bytes.
+    huge: Option<(Instant, (u64, u64))>,
     allocator: Option<(Allocator, String)>,
 }
 
@@ -221,11 +220,7 @@ fn keep(live: Option<&Live>, f: impl FnOnce(&mut KeptProcess)) {
     if guard.as_ref().is_none_or(|k| &k.of != live) {
         *guard = Some(KeptProcess {
             of: live.clone(),
-            huge: (0, 0),
-            // Not read yet: already past its reuse.
-            huge_at: Instant::now()
-                .checked_sub(SMAPS_REUSE)
-                .unwrap_or_else(Instant::now),
+            huge: None,
             allocator: None,
         });
     }
@@ -291,10 +286,10 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     let mut hugetlb_bytes = 0;
     if thp_in_use == 0 && hugetlb_used == 0 {
         f.anon_huge_bytes = Some(0);
-    } else if let Some((anon, hugetlb)) = kept(live.as_ref(), |k| {
-        (k.huge_at.elapsed() < SMAPS_REUSE).then_some(k.huge)
-    })
-    .flatten()
+    } else if let Some((anon, hugetlb)) = kept(live.as_ref(), |k| k.huge)
+        .flatten()
+        .filter(|(at, _)| at.elapsed() < SMAPS_REUSE)
+        .map(|(_, h)| h)
     {
         f.anon_huge_bytes = Some(anon);
         hugetlb_bytes = hugetlb;
@@ -303,8 +298,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         f.anon_huge_bytes = Some(m.anon_huge_bytes);
         hugetlb_bytes = m.hugetlb_bytes;
         keep(live.as_ref(), |k| {
-            k.huge = (m.anon_huge_bytes, m.hugetlb_bytes);
-            k.huge_at = Instant::now();
+            k.huge = Some((Instant::now(), (m.anon_huge_bytes, m.hugetlb_bytes)));
         });
     }
     // Page sizes: the base page (live: the kernel's; a tree: the first mapping's in smaps),
@@ -368,11 +362,8 @@ mod tests {
                 .map(|x| x.0),
             Some(Allocator::Jemalloc)
         );
-        // Not read yet: the huge-page reading is already past its reuse.
-        assert_eq!(
-            kept(Some(&a), |k| k.huge_at.elapsed() < SMAPS_REUSE),
-            Some(false)
-        );
+        // Kept from the allocator's read alone: no huge-page reading to reuse yet.
+        assert_eq!(kept(Some(&a), |k| k.huge.is_none()), Some(true));
         assert!(kept(Some(&run(4_000_000_001, "456")), |_| ()).is_none());
         assert!(kept(Some(&run(4_000_000_002, "123")), |_| ()).is_none());
         let tree = Live {
