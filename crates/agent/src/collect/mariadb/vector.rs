@@ -129,10 +129,8 @@ pub(crate) async fn discover(
                     {
                         set_allocated(&mut hidden, &text_rows(&rows));
                     }
-                    found.extend(match &persistent {
-                        Ok(rows) => resolve_sizes(hidden, Ok(rows), page),
-                        Err(e) => resolve_sizes(hidden, Err(&e.message), page),
-                    });
+                    let unread = persistent.as_ref().err().map(|e| e.message.as_str());
+                    found.extend(resolve_sizes(hidden, unread));
                     found.sort_by(|a, b| a.hidden_table.cmp(&b.hidden_table));
                 }
                 d.indexes = found;
@@ -355,14 +353,13 @@ fn age_text(age: Option<&str>) -> String {
         .unwrap_or_else(|| "at an unknown time".into())
 }
 
-/// Sizes for hidden tables without loaded statistics, best source first: the persistent
-/// statistics (`mysql.innodb_table_stats`, with their age), else the file allocation (an
-/// upper bound), else unknown — never 0 bytes. `persistent` is `Err(why)` when they could not
-/// be read.
+/// Sizes for hidden tables the persistent statistics did not size ([`sized_by_persistent`]):
+/// the in-memory statistics when loaded, else the file allocation (an upper bound), else
+/// unknown — never 0 bytes. `persistent_unread` says why the persistent statistics could not
+/// be read, when they could not.
 pub(crate) fn resolve_sizes(
     hidden: Vec<Hidden>,
-    persistent: Result<&[TextRow], &str>,
-    page: u64,
+    persistent_unread: Option<&str>,
 ) -> Vec<VectorIndex> {
     const UNLOADED: &str = "InnoDB's in-memory statistics of the hidden graph table were not loaded (NUM_ROWS and CLUST_INDEX_SIZE read 0: the table was evicted from the dictionary cache)";
     hidden
@@ -372,24 +369,13 @@ pub(crate) fn resolve_sizes(
             if h.loaded {
                 return idx;
             }
-            let stored = persistent
-                .ok()
-                .and_then(|rows| persistent_size(rows, idx.hidden_table.as_deref()));
-            if let Some((rows, pages, age)) = stored {
-                idx.rows = rows;
-                idx.rows_source = rows.map(|_| "mysql.innodb_table_stats (hidden graph table)".into());
-                idx.hidden_table_bytes = Some(pages.saturating_mul(page));
-                idx.size_source = Some(format!(
-                    "{UNLOADED}; sized from mysql.innodb_table_stats, updated {} ago",
-                    age_text(age.as_deref())
-                ));
-            } else if let Some(allocated) = h.allocated {
+            if let Some(allocated) = h.allocated {
                 idx.hidden_table_bytes = Some(allocated);
                 idx.size_source = Some(format!(
                     "{UNLOADED}; sized from the file allocation (INNODB_SYS_TABLESPACES.ALLOCATED_SIZE, an upper bound){}",
-                    match persistent {
-                        Err(why) => format!(": mysql.innodb_table_stats could not be read ({why})"),
-                        Ok(_) => ": mysql.innodb_table_stats has no row for it".into(),
+                    match persistent_unread {
+                        Some(why) => format!(": mysql.innodb_table_stats could not be read ({why})"),
+                        None => ": mysql.innodb_table_stats has no row for it".into(),
                     }
                 ));
             } else {
@@ -709,7 +695,7 @@ mod tests {
             row(&[Some("not-hidden"), Some("1"), Some("1"), None]),
             row(&[None]),
         ];
-        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Err("denied"), 16384);
+        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Some("denied"));
         assert_eq!(got.len(), 2);
         assert_eq!(
             (got[0].schema.as_str(), got[0].table.as_str()),
@@ -856,16 +842,19 @@ mod tests {
             Some("2276"),
             Some("300"),
         ])];
-        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Ok(&persistent), 16384);
+        // Its persistent statistics size it before the in-memory ones are read.
+        let names = [row(&[Some("app/docs#i#01")])];
+        let (got, lacking) = sized_by_persistent(&names, Some(&persistent), 16384);
+        assert!(lacking.is_empty());
         assert_eq!(got[0].rows, Some(20000));
         assert_eq!(got[0].hidden_table_bytes, Some(2276 * 16384));
         let why = got[0].size_source.as_deref().unwrap();
         assert!(
-            why.contains("innodb_table_stats, updated 5 min ago"),
+            why.contains("(mysql.innodb_table_stats), updated 5 min ago"),
             "{why}"
         );
         // No persistent row: the allocation, said to be an upper bound.
-        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), Ok(&[]), 16384);
+        let got = resolve_sizes(parse_hidden_tables(&rows, 16384), None);
         assert_eq!(got[0].rows, None);
         assert_eq!(got[0].hidden_table_bytes, Some(46137344));
         assert!(
@@ -877,7 +866,7 @@ mod tests {
         );
         // Nothing at all: unknown.
         let bare = [row(&[Some("app/docs#i#01"), Some("0"), Some("0"), None])];
-        let got = resolve_sizes(parse_hidden_tables(&bare, 16384), Ok(&[]), 16384);
+        let got = resolve_sizes(parse_hidden_tables(&bare, 16384), None);
         assert_eq!((got[0].rows, got[0].hidden_table_bytes), (None, None));
         assert!(
             got[0]

@@ -93,7 +93,7 @@ pub(super) struct Session {
     pid: u32,
     /// The process's start time (`/proc/PID/stat` field 22), so a new process that reuses
     /// the pid never inherits counters attached to the old one's threads.
-    started: Option<String>,
+    started: Option<u64>,
     threads: usize,
     events: Vec<(&'static str, Result<ByThread, String>)>,
 }
@@ -256,7 +256,9 @@ pub(super) fn finish(mut s: Session, window: Duration) -> PerfCounters {
 mod tests {
     use super::*;
 
-    /// At least `n` voluntary context switches on this thread: each sleep gives the CPU up.
+    /// About `n` voluntary context switches on this thread: a sleep gives the CPU up unless
+    /// its timer fires before the thread is off it (measured: 49 of 50 once), so the
+    /// assertions count on half.
     fn switch(n: usize) {
         for _ in 0..n {
             std::thread::sleep(Duration::from_micros(200));
@@ -301,9 +303,9 @@ mod tests {
         );
         switch(50);
         let a = finish(first, Duration::from_secs(1));
-        assert!(value(&a) >= 50, "{a:?}");
-        // Switches between the windows are not counted in the next one.
-        switch(1000);
+        assert!(value(&a) >= 25, "{a:?}");
+        // Switches between the windows (at least ~1,000) are not counted in the next one.
+        switch(2000);
         let second = start(&roots, pid);
         let kept: Vec<u64> = ids(&second, EVENT)
             .into_iter()
@@ -312,7 +314,7 @@ mod tests {
         assert!(!kept.is_empty(), "no counter was kept");
         switch(50);
         let b = finish(second, Duration::from_secs(1));
-        assert!(value(&b) >= 50, "{b:?}");
+        assert!(value(&b) >= 25, "{b:?}");
         assert!(
             value(&b) < 1000,
             "the switches between the windows were counted: {b:?}"

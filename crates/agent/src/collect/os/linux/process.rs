@@ -191,7 +191,7 @@ const SMAPS_REUSE: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Live {
     pid: u32,
-    started: Option<String>,
+    started: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -229,12 +229,11 @@ fn keep(live: Option<&Live>, f: impl FnOnce(&mut KeptProcess)) {
     }
 }
 
-/// A process's start time (`/proc/PID/stat` field 22, in clock ticks since boot).
-pub(super) fn process_start(r: &Roots, pid: u32) -> Option<String> {
-    let stat = read_trim(&r.proc(format!("{pid}/stat"))).ok()?;
-    // The fields after the command, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(')')?.1;
-    rest.split_whitespace().nth(19).map(str::to_owned)
+/// A process's start time (`/proc/PID/stat` `starttime`, in clock ticks since boot).
+pub(super) fn process_start(r: &Roots, pid: u32) -> Option<u64> {
+    parse_procfs::<procfs::process::Stat>(&r.proc(format!("{pid}/stat")))
+        .ok()
+        .map(|s| s.starttime)
 }
 
 pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFacts, CollectError> {
@@ -348,11 +347,11 @@ mod tests {
     /// another pid starts afresh; a tree (no start time) keeps nothing.
     #[test]
     fn kept_readings_belong_to_one_process_run() {
-        let run = |pid, started: &str| Live {
+        let run = |pid, started| Live {
             pid,
-            started: Some(started.to_owned()),
+            started: Some(started),
         };
-        let a = run(4_000_000_001, "123");
+        let a = run(4_000_000_001, 123);
         keep(Some(&a), |k| {
             k.allocator = Some((Allocator::Jemalloc, "libjemalloc.so.2".into()))
         });
@@ -364,8 +363,8 @@ mod tests {
         );
         // Kept from the allocator's read alone: no huge-page reading to reuse yet.
         assert_eq!(kept(Some(&a), |k| k.huge.is_none()), Some(true));
-        assert!(kept(Some(&run(4_000_000_001, "456")), |_| ()).is_none());
-        assert!(kept(Some(&run(4_000_000_002, "123")), |_| ()).is_none());
+        assert!(kept(Some(&run(4_000_000_001, 456)), |_| ()).is_none());
+        assert!(kept(Some(&run(4_000_000_002, 123)), |_| ()).is_none());
         let tree = Live {
             pid: 4_000_000_001,
             started: None,
@@ -380,12 +379,9 @@ mod tests {
         crate::collect::os::linux::tests::write(
             d.path(),
             "proc/9/stat",
-            "9 (my (odd) d) S 1 9 9 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 30 0 87654 1000 200\n",
+            "9 (my (odd) d) R 1 9 1782 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 87654 3133440 358 18446744073709551615 94621979529216 94621979549097 140728977608976 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 94621979565104 94621979566720 94622477692928 140728977611457 140728977611477 140728977611477 140728977612779 0\n",
         );
-        assert_eq!(
-            process_start(&Roots::tree(d.path()), 9).as_deref(),
-            Some("87654")
-        );
+        assert_eq!(process_start(&Roots::tree(d.path()), 9), Some(87654));
     }
 
     const SMAPS: &str = "\
