@@ -84,6 +84,12 @@ pub(crate) fn spawn_agent(mut cmd: Command, port: u16, dir: tempfile::TempDir) -
 
 /// A plain HTTP/1.1 GET; `None` when nothing answers. Returns (status, headers, body).
 pub(crate) fn get_with(port: u16, path: &str, extra: &str) -> Option<(u16, String, String)> {
+    let (status, head, body) = get_bytes(port, path, extra)?;
+    Some((status, head, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// [`get_with`] with the body as it came (a gzipped one is not text).
+pub(crate) fn get_bytes(port: u16, path: &str, extra: &str) -> Option<(u16, String, Vec<u8>)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(
@@ -104,7 +110,7 @@ pub(crate) fn get_with(port: u16, path: &str, extra: &str) -> Option<(u16, Strin
     {
         body = dechunk(&body)?;
     }
-    Some((status, head, String::from_utf8_lossy(&body).into_owned()))
+    Some((status, head, body))
 }
 
 /// The body of a `Transfer-Encoding: chunked` answer; `None` when it is malformed.
@@ -233,11 +239,76 @@ fn serves_metrics_snapshot_and_health() {
         head.contains("application/openmetrics-text") && body.ends_with("# EOF\n"),
         "{head}"
     );
-    let (_, head, _) = get_with(agent.port, "/metrics", "Accept-Encoding: gzip\r\n").unwrap();
-    assert!(
-        head.to_ascii_lowercase().contains("content-encoding: gzip"),
-        "{head}"
-    );
+    // Gzip as Prometheus asks for it: the sample's part is deflated once and each scrape
+    // appends its own lines; gzip(1) decodes the one member to the same text as a plain
+    // scrape of the same sample (but for the sample's age, which moves between the two).
+    // Samples come every 2 s here: a pair that straddles two samples is taken again.
+    let gunzip = |gz: &[u8]| -> String {
+        let mut child = Command::new("gzip")
+            .args(["-d", "-c"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(gz).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "gzip -d: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let without_age = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("powerdiag_sample_age_seconds "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let content_type = |h: &str| {
+        h.lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("content-type"))
+            .map(str::to_owned)
+    };
+    for (accept, eof) in [
+        ("", false),
+        (
+            "Accept: application/openmetrics-text; version=1.0.0\r\n",
+            true,
+        ),
+    ] {
+        let extra = format!("{accept}Accept-Encoding: gzip\r\n");
+        let mut same_sample = 0;
+        for _ in 0..20 {
+            let (_, plain_head, plain) = get_with(agent.port, "/metrics", accept).unwrap();
+            let (status, head, gz) = get_bytes(agent.port, "/metrics", &extra).unwrap();
+            assert_eq!(status, 200, "{head}");
+            assert!(
+                head.to_ascii_lowercase().contains("content-encoding: gzip"),
+                "{head}"
+            );
+            assert_eq!(content_type(&head), content_type(&plain_head));
+            assert!(
+                gz.len() < plain.len() / 3,
+                "{} of {} bytes",
+                gz.len(),
+                plain.len()
+            );
+            let text = gunzip(&gz);
+            assert_eq!(text.ends_with("# EOF\n"), eof);
+            let taken = |t: &str| metric(t, "powerdiag_sample_timestamp_seconds");
+            if taken(&text).is_none() || taken(&text) != taken(&plain) {
+                continue;
+            }
+            assert_eq!(without_age(&text), without_age(&plain));
+            same_sample += 1;
+            if same_sample == 2 {
+                break;
+            }
+        }
+        assert_eq!(same_sample, 2, "no two scrapes of one sample in 20 tries");
+    }
 
     // The snapshot API serves what doctor --from reads.
     let (status, _, json) = get(agent.port, "/api/v1/snapshot").unwrap();

@@ -53,8 +53,13 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
             rustc: env!("POWERDIAG_RUSTC_VERSION").to_owned(),
         },
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread serves the scrapes and runs the sampler's statements: a scrape is answered
+    // from the last sample, and two workers handing each request between them cost more than
+    // the work (a scrape 0.34 → 0.23 ms, a sample 5.1 → 4.9 ms, measured). Files are read on
+    // the blocking pool, whose thread is kept between samples (the default 10 s would start a
+    // new one for every sample at the 60 s interval).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .thread_keep_alive(std::time::Duration::from_secs(15 * 60))
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

@@ -17,13 +17,7 @@ pub fn collect(roots: &Roots) -> Result<HostFacts, CollectError> {
         } else {
             "unknown".into()
         },
-        usable_threads: if live {
-            std::thread::available_parallelism()
-                .ok()
-                .and_then(|n| u32::try_from(n.get()).ok())
-        } else {
-            None
-        },
+        usable_threads: if live { usable_threads() } else { None },
         ..Default::default()
     };
     #[cfg(unix)]
@@ -43,6 +37,25 @@ pub fn collect(roots: &Roots) -> Result<HostFacts, CollectError> {
     Ok(h)
 }
 
+/// The threads this process may use: its CPU affinity and cgroup CPU quota. The standard
+/// library reads the cgroup hierarchy for the quota (four files, one the mount table); on
+/// Linux it is kept like the host's other fixed facts.
+fn usable_threads() -> Option<u32> {
+    let read = || {
+        std::thread::available_parallelism()
+            .ok()
+            .and_then(|n| u32::try_from(n.get()).ok())
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use super::os::linux::kept::{Kept, STATIC_REUSE};
+        static USABLE: Kept<(), Option<u32>> = Kept::new();
+        USABLE.get((), STATIC_REUSE, read)
+    }
+    #[cfg(not(target_os = "linux"))]
+    read()
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
     use powerdiag_rules::HostFacts;
@@ -50,7 +63,10 @@ mod linux {
 
     use crate::collect::os::{
         Roots,
-        linux::{cpu_architecture_of, fs},
+        linux::{
+            cpu_architecture_of, fs,
+            kept::{Kept, STATIC_REUSE},
+        },
     };
 
     pub(super) fn fill(h: &mut HostFacts, r: &Roots) {
@@ -70,7 +86,14 @@ mod linux {
         }
         h.hardware_threads =
             read(r.sys("devices/system/cpu/online")).and_then(|s| count_cpu_list(&s));
-        h.os_release = read(r.root("/etc/os-release")).and_then(|t| pretty_name(&t));
+        let os_release = || read(r.root("/etc/os-release")).and_then(|t| pretty_name(&t));
+        h.os_release = if r.is_live() {
+            // An upgrade rewrites it without a reboot: kept, not for the process's life.
+            static OS_RELEASE: Kept<(), Option<String>> = Kept::new();
+            OS_RELEASE.get((), STATIC_REUSE, os_release)
+        } else {
+            os_release()
+        };
     }
 
     /// `0-3,8,10-11` → 7.

@@ -51,7 +51,22 @@ pub async fn collect(
     let mut snap = Snapshot::new(env!("CARGO_PKG_VERSION"));
     snap.taken_at = opts.taken_at.clone();
     let started = Instant::now();
-    let host = host::collect(&opts.roots).map_err(|e| e.to_string());
+    let budget = opts.mariadb.timeout.max(OS_MIN_BUDGET);
+    // Files are read on blocking threads, under a deadline: the runtime thread also serves
+    // scrapes, and a /proc read can wait on another process's memory-map lock.
+    let host = {
+        let roots = opts.roots.clone();
+        let task = tokio::task::spawn_blocking(move || host::collect(&roots));
+        match tokio::time::timeout(budget, task).await {
+            Ok(Ok(h)) => h.map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(format!("the host collector failed: {e}")),
+            Err(_) => Err(CollectError::Timeout {
+                what: "reading the host facts".into(),
+                after: budget,
+            }
+            .to_string()),
+        }
+    };
     snap.collectors.push(CollectorRun {
         name: "host".into(),
         duration_seconds: started.elapsed().as_secs_f64(),
@@ -64,24 +79,23 @@ pub async fn collect(
         Err(e) => Gathered::Unavailable(e),
     };
     let mut stats = CollectStats::default();
-    let mut window: Option<os::Window> = None;
-    let roots = &opts.roots;
+    let mut begun: Option<tokio::task::JoinHandle<os::Window>> = None;
     if !opts.candidates.is_empty() {
         let mut hook = |facts: Option<&powerdiag_rules::MariadbFacts>| {
             // The server's pid file names its process, but only if it runs on this host.
-            let dirs: Vec<(String, String)> = facts.map(server_dirs).unwrap_or_default();
             let server = match facts.map(|f| (f.same_host, f)) {
-                Some((Some(true), f)) => os::ServerProcess::Local {
+                Some((Some(true), f)) => Server::Local {
                     pid_file: f
                         .variables
                         .get(Var::PidFile.name())
-                        .map_or("", String::as_str),
-                    dirs: &dirs,
+                        .cloned()
+                        .unwrap_or_default(),
+                    dirs: server_dirs(f),
                 },
-                Some((Some(false), _)) => os::ServerProcess::Remote,
-                _ => os::ServerProcess::Unknown,
+                Some((Some(false), _)) => Server::Remote,
+                _ => Server::Unknown,
             };
-            window = Some(os::begin(roots, server, opts.sample_window));
+            begun = Some(begin(opts, server));
         };
         let out = mariadb::collect(
             &opts.candidates,
@@ -95,14 +109,61 @@ pub async fn collect(
         snap.collectors.extend(out.runs);
         stats.sql_statements = out.statements;
     }
-    let window =
-        window.unwrap_or_else(|| os::begin(roots, os::ServerProcess::Unknown, opts.sample_window));
+    let begun = begun.unwrap_or_else(|| begin(opts, Server::Unknown));
+    let window = match tokio::time::timeout(budget, begun).await {
+        Ok(Ok(w)) => w,
+        Ok(Err(e)) => {
+            let (facts, run) = os_failed(
+                opts,
+                CollectError::Other(format!("the OS collectors failed: {e}")),
+                started.elapsed(),
+            );
+            snap.collectors.push(run);
+            snap.os = Gathered::Available(facts);
+            return (snap, stats);
+        }
+        Err(_) => {
+            let why = CollectError::Timeout {
+                what: "starting the OS sample window".into(),
+                after: budget,
+            };
+            let (facts, run) = os_failed(opts, why, budget);
+            snap.collectors.push(run);
+            snap.os = Gathered::Available(facts);
+            return (snap, stats);
+        }
+    };
     // Wait out the window without blocking the runtime; finish then has nothing left to wait.
     tokio::time::sleep(window.remaining(opts.sample_window)).await;
     let (facts, runs) = os_finish(window, opts).await;
     snap.collectors.extend(runs);
     snap.os = Gathered::Available(facts);
     (snap, stats)
+}
+
+/// Where the MariaDB collector found the server, owned so that the OS window can begin on a
+/// blocking thread.
+enum Server {
+    Local {
+        pid_file: String,
+        dirs: Vec<(String, String)>,
+    },
+    Remote,
+    Unknown,
+}
+
+/// Begins the OS sample window on a blocking thread (it reads /proc and opens counters).
+fn begin(opts: &CollectOptions, server: Server) -> tokio::task::JoinHandle<os::Window> {
+    let roots = opts.roots.clone();
+    let window = opts.sample_window;
+    tokio::task::spawn_blocking(move || {
+        let process = match &server {
+            Server::Local { pid_file, dirs } => os::ServerProcess::Local { pid_file, dirs },
+            Server::Remote => os::ServerProcess::Remote,
+            Server::Unknown => os::ServerProcess::Unknown,
+        };
+        os::begin(&roots, process, window)
+    })
 }
 
 /// The least time the OS sections get after the window, whatever `--timeout` says.
@@ -160,14 +221,20 @@ async fn os_finish(window: os::Window, opts: &CollectOptions) -> (OsFacts, Vec<C
             after: grace,
         },
     };
+    let (facts, run) = os_failed(opts, why, grace);
+    (facts, vec![run])
+}
+
+/// No OS facts: every section unavailable for `why`, in one failed `os` run.
+fn os_failed(opts: &CollectOptions, why: CollectError, took: Duration) -> (OsFacts, CollectorRun) {
     let facts = OsFacts::unavailable(&opts.roots.describe(), &why.to_string());
     let run = CollectorRun {
         name: "os".into(),
-        duration_seconds: grace.as_secs_f64(),
+        duration_seconds: took.as_secs_f64(),
         success: false,
         error: Some(why.to_string()),
     };
-    (facts, vec![run])
+    (facts, run)
 }
 
 #[cfg(test)]

@@ -16,7 +16,12 @@ use axum::{
 use tokio::sync::watch;
 use tower_http::{compression::CompressionLayer, timeout::TimeoutLayer};
 
-use super::{config::Config, metrics, sampler::Sample};
+use super::{
+    body::{self, Format},
+    config::Config,
+    metrics,
+    sampler::Sample,
+};
 
 /// What the handlers read.
 #[derive(Debug, Clone)]
@@ -75,25 +80,40 @@ async fn metrics_handler(State(s): State<AppState>, headers: HeaderMap) -> Respo
             .into_response();
     };
     let reload = *s.reload.borrow();
-    let body = metrics::render(
-        if openmetrics {
-            &x.encoded
-        } else {
-            &x.encoded_text
-        },
-        Some(x.taken_at),
-        SystemTime::now(),
-        openmetrics,
-        &reload,
+    let format = if openmetrics {
+        Format::OpenMetrics
+    } else {
+        Format::Text
+    };
+    let lines = metrics::scrape_lines(Some(x.taken_at), SystemTime::now(), openmetrics, &reload);
+    let content_type = (
+        header::CONTENT_TYPE,
+        if openmetrics { OPENMETRICS } else { TEXT },
     );
-    (
-        [(
-            header::CONTENT_TYPE,
-            if openmetrics { OPENMETRICS } else { TEXT },
-        )],
-        body,
-    )
-        .into_response()
+    // Gzip here rather than in the compression layer, which would deflate the whole body on
+    // every scrape: the sample's part is deflated once (daemon/body.rs). A response with a
+    // Content-Encoding passes the layer untouched.
+    let gzip = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(body::accepts_gzip);
+    if gzip {
+        let gz = x.encoded.deflated(format).gzip_with(lines.as_bytes());
+        return (
+            [
+                content_type,
+                (header::CONTENT_ENCODING, "gzip"),
+                (header::VARY, "accept-encoding"),
+            ],
+            gz,
+        )
+            .into_response();
+    }
+    let encoded = x.encoded.body(format);
+    let mut text = String::with_capacity(encoded.len() + lines.len());
+    text.push_str(encoded);
+    text.push_str(&lines);
+    ([content_type], text).into_response()
 }
 
 async fn snapshot_handler(State(s): State<AppState>) -> Response {

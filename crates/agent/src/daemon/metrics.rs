@@ -609,7 +609,7 @@ fn statements(b: &mut Builder, s: &Snapshot) {
 
 /// The Prometheus text format (0.0.4) of an OpenMetrics body: no `# UNIT` lines, and counter
 /// families named by their `_total` sample in `# HELP`/`# TYPE` (OpenMetrics names the family
-/// without it). Done once per sample, not per scrape.
+/// without it). Done at most once per sample (on the first scrape that asks), not per scrape.
 pub fn to_prometheus_text(openmetrics: &str) -> String {
     let counters: HashSet<&str> = openmetrics
         .lines()
@@ -633,8 +633,8 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
     out
 }
 
-/// The scrape body: the encoded sample (OpenMetrics, or the Prometheus text of it), its age
-/// now, and `# EOF` for OpenMetrics.
+/// The scrape body: the encoded sample (OpenMetrics, or the Prometheus text of it) followed by
+/// [`scrape_lines`].
 pub fn render(
     encoded: &str,
     taken_at: Option<SystemTime>,
@@ -644,6 +644,19 @@ pub fn render(
 ) -> String {
     let mut out = String::with_capacity(encoded.len() + 512);
     out.push_str(encoded);
+    out.push_str(&scrape_lines(taken_at, now, openmetrics, reload));
+    out
+}
+
+/// What a scrape adds after the encoded sample: the sample's age now, the last reload's
+/// outcome, and `# EOF` for OpenMetrics.
+pub fn scrape_lines(
+    taken_at: Option<SystemTime>,
+    now: SystemTime,
+    openmetrics: bool,
+    reload: &ReloadStatus,
+) -> String {
+    let mut out = String::with_capacity(512);
     let mut gauge = |m: &Metric<0>, value: f64| {
         let _ = write!(
             out,

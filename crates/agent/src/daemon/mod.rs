@@ -2,6 +2,7 @@
 //! serves the last sample. One cancellation token stops both; SIGHUP reloads both
 //! configuration files.
 
+pub mod body;
 pub mod catalogue;
 pub mod config;
 pub mod http;

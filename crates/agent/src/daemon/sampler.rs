@@ -33,10 +33,9 @@ pub struct Sample {
     pub sql_statements: u32,
     /// Sequence number: 1 for the first sample.
     pub seq: u64,
-    /// The metrics, encoded once: OpenMetrics text without `# EOF`, and the same in the
-    /// Prometheus text format.
-    pub encoded: String,
-    pub encoded_text: String,
+    /// The metrics, encoded once (OpenMetrics text without `# EOF`); the Prometheus text
+    /// format and the gzipped bodies are made on the first scrape that asks for them.
+    pub encoded: super::body::Encoded,
 }
 
 /// What the sampler needs besides the configuration.
@@ -201,7 +200,6 @@ pub async fn run(
         if let Some(e) = &snapshot.mariadb.error {
             tracing::warn!(mariadb = snapshot.mariadb.target.as_deref().unwrap_or("?"), error = %e.message, "MariaDB unavailable");
         }
-        let encoded_text = metrics::to_prometheus_text(&encoded);
         let sample = Sample {
             snapshot,
             report,
@@ -209,8 +207,7 @@ pub async fn run(
             duration,
             sql_statements,
             seq,
-            encoded,
-            encoded_text,
+            encoded: super::body::Encoded::new(encoded),
         };
         tx.send_replace(Some(Arc::new(sample)));
         // Next sample one interval after this one started (not after it ended).

@@ -5,7 +5,10 @@ use std::collections::BTreeSet;
 use powerdiag_rules::{CpuFacts, Gathered, OsFacts};
 use procfs::CpuInfo;
 
-use super::fs::{parse_cpu_list, parse_procfs, read_trim, read_u64};
+use super::{
+    fs::{parse_cpu_list, parse_procfs, read_trim, read_u64},
+    kept::{Kept, STATIC_REUSE},
+};
 use crate::collect::{
     CollectError,
     os::{
@@ -59,9 +62,52 @@ impl Collector for Cpu {
 }
 
 pub(super) fn collect(r: &Roots) -> Result<CpuFacts, CollectError> {
+    let online = super::topology::online_cpus(r).ok();
+    let Fixed { mut cpu, policies } = if r.is_live() {
+        FIXED.get_or_try(online.clone(), STATIC_REUSE, || fixed(r, online))?
+    } else {
+        fixed(r, online)?
+    };
+    // Current frequency: the average over cpufreq policies, else (kept with the fixed facts)
+    // cpuinfo's "cpu MHz".
+    let cur: Vec<f64> = policies
+        .iter()
+        .filter_map(|p| read_u64(&p.join("scaling_cur_freq")).ok())
+        .filter(|&k| k > 0)
+        .map(|k| k as f64 / 1000.0)
+        .collect();
+    if !cur.is_empty() {
+        cpu.current_mhz = Some(cur.iter().sum::<f64>() / cur.len() as f64);
+        cpu.current_source = Some("cpufreq scaling_cur_freq".into());
+    }
+    cpu.governor = policies
+        .first()
+        .and_then(|p| read_trim(&p.join("scaling_governor")).ok());
+    if cpu.power {
+        cpu.dscr_default = read_trim(&r.sys("devices/system/cpu/dscr_default"))
+            .ok()
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
+    }
+    Ok(cpu)
+}
+
+/// What the section reads from files that change only with the hardware or the online CPUs
+/// (cpuinfo, the topology, cpufreq's limits): on the live host, kept while the online CPU
+/// list stays the same, at most [`STATIC_REUSE`] (reading them was ~7% of the agent's CPU per
+/// sample, measured). Without cpufreq, cpuinfo's "cpu MHz" is kept with them: it is then no
+/// measurement anyway (an x86 guest shows the TSC rate) and is never used as one.
+#[derive(Debug, Clone)]
+struct Fixed {
+    cpu: CpuFacts,
+    /// The cpufreq policy directories.
+    policies: Vec<std::path::PathBuf>,
+}
+
+static FIXED: Kept<Option<Vec<u32>>, Fixed> = Kept::new();
+
+fn fixed(r: &Roots, online: Option<Vec<u32>>) -> Result<Fixed, CollectError> {
     let info: CpuInfo = parse_procfs(&r.proc("cpuinfo"))?;
-    let online =
-        super::topology::online_cpus(r).unwrap_or_else(|_| (0..info.num_cores() as u32).collect());
+    let online = online.unwrap_or_else(|| (0..info.num_cores() as u32).collect());
     let first = |key: &str| -> Option<String> {
         // procfs keeps values shared by every CPU in `fields`, the rest per CPU.
         info.get_field(0, key)
@@ -169,37 +215,20 @@ pub(super) fn collect(r: &Roots) -> Result<CpuFacts, CollectError> {
         cpu.nominal_mhz = Some(mhz);
         cpu.nominal_source = Some("/proc/cpuinfo clock".into());
     }
-    // Current frequency: the average over cpufreq policies, else cpuinfo's "cpu MHz" — which,
-    // without cpufreq, is not a measurement (an x86 guest shows the TSC rate the hypervisor
+    // cpuinfo's "cpu MHz", used by `collect` when cpufreq gives no current frequency. Without
+    // cpufreq it is not a measurement (an x86 guest shows the TSC rate the hypervisor
     // reports), so it is recorded with its source and never used as an effective frequency.
-    let cur: Vec<f64> = policies
-        .iter()
-        .filter_map(|p| read_u64(&p.join("scaling_cur_freq")).ok())
-        .filter(|&k| k > 0)
-        .map(|k| k as f64 / 1000.0)
+    // procfs keeps values shared by every CPU in `fields`: get_field looks in both.
+    let mhz: Vec<f64> = (0..info.num_cores())
+        .filter_map(|i| info.get_field(i, "cpu MHz"))
+        .filter_map(|v| v.trim().parse().ok())
+        .filter(|v: &f64| v.is_finite() && *v > 0.0)
         .collect();
-    if cur.is_empty() {
-        // procfs keeps values shared by every CPU in `fields`: get_field looks in both.
-        let mhz: Vec<f64> = (0..info.num_cores())
-            .filter_map(|i| info.get_field(i, "cpu MHz"))
-            .filter_map(|v| v.trim().parse().ok())
-            .filter(|v: &f64| v.is_finite() && *v > 0.0)
-            .collect();
-        if !mhz.is_empty() {
-            cpu.current_mhz = Some(mhz.iter().sum::<f64>() / mhz.len() as f64);
-            cpu.current_source = Some(powerdiag_rules::CPUINFO_MHZ.into());
-        }
-    } else {
-        cpu.current_mhz = Some(cur.iter().sum::<f64>() / cur.len() as f64);
-        cpu.current_source = Some("cpufreq scaling_cur_freq".into());
+    if !mhz.is_empty() {
+        cpu.current_mhz = Some(mhz.iter().sum::<f64>() / mhz.len() as f64);
+        cpu.current_source = Some(powerdiag_rules::CPUINFO_MHZ.into());
     }
-    cpu.governor = policy.and_then(|p| read_trim(&p.join("scaling_governor")).ok());
-    if power {
-        cpu.dscr_default = read_trim(&r.sys("devices/system/cpu/dscr_default"))
-            .ok()
-            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok());
-    }
-    Ok(cpu)
+    Ok(Fixed { cpu, policies })
 }
 
 /// The machine's architecture as `uname -m` names it — the one detector for the whole report

@@ -70,6 +70,11 @@ const PATHS: [&str; 2] = ["powerpc/lparcfg", "ppc64/lparcfg"];
 /// unknown mode: an error, so the partition rules say `insufficient_data`.
 pub(super) fn read_fields(r: &Roots) -> Result<Option<Fields>, CollectError> {
     let Some(path) = PATHS.iter().map(|p| r.proc(p)).find(|p| p.exists()) else {
+        // The live host's kernel says whether it runs on POWER at all: elsewhere there is no
+        // pSeries platform to look for in cpuinfo (read twice a sample otherwise).
+        if r.is_live() && !std::env::consts::ARCH.starts_with("powerpc") {
+            return Ok(None);
+        }
         let cpuinfo = read(&r.proc("cpuinfo")).unwrap_or_default();
         if is_pseries(&cpuinfo) {
             return Err(CollectError::Other(format!(

@@ -4,6 +4,7 @@
 
 mod cpu;
 pub(crate) mod fs;
+pub(crate) mod kept;
 mod lparcfg;
 mod memory;
 mod midr;

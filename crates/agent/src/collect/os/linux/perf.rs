@@ -4,7 +4,7 @@ use std::{
     collections::BTreeMap,
     io,
     sync::{Mutex, PoisonError},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use perf_event::{
@@ -13,7 +13,7 @@ use perf_event::{
 };
 use powerdiag_rules::{Gathered, OsFacts, PerfCounters, PerfEvent};
 
-use super::fs::read_trim;
+use super::{fs::read_trim, kept::STATIC_REUSE};
 use crate::collect::{
     CollectError,
     os::{
@@ -96,6 +96,10 @@ pub(super) struct Session {
     started: Option<u64>,
     threads: usize,
     events: Vec<(&'static str, Result<ByThread, String>)>,
+    /// Events the kernel or the CPU does not have (no PMU in a VM, an event this CPU lacks),
+    /// with when that was found: not tried again for [`STATIC_REUSE`] (each try costs a
+    /// failed perf_event_open per event and a read of perf_event_paranoid).
+    unsupported: BTreeMap<&'static str, (Instant, String)>,
 }
 
 /// One event's counters, by thread id.
@@ -153,11 +157,19 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .filter(|k| k.pid == pid && k.started.is_some() && k.started == started);
-    let mut kept = kept.map(|k| k.events).unwrap_or_default().into_iter();
+    let (kept, mut unsupported) = kept.map(|k| (k.events, k.unsupported)).unwrap_or_default();
+    unsupported.retain(|_, (at, _)| at.elapsed() < STATIC_REUSE);
+    let mut kept = kept.into_iter();
     let all = events();
     let per_event = (MAX_FDS / all.len()).max(1);
     let mut out = Vec::new();
     for (name, event) in all {
+        if let Some((_, why)) = unsupported.get(name) {
+            // Keeps the kept list in step with `all`.
+            kept.next();
+            out.push((name, Err(why.clone())));
+            continue;
+        }
         // The kept counters of threads still there, counted again from zero.
         let mut counters = match kept.next() {
             Some((kept_name, Ok(c))) if kept_name == name => c,
@@ -191,7 +203,14 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
                 // A thread that exited meanwhile is not the event's fault.
                 Err(e) if e.raw_os_error() == Some(libc_errno::ESRCH) => {}
                 Err(e) => {
-                    error = Some(explain(&e, r));
+                    let why = explain(&e, r);
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc_errno::ENOENT | libc_errno::EOPNOTSUPP | libc_errno::EINVAL)
+                    ) {
+                        unsupported.insert(name, (Instant::now(), why.clone()));
+                    }
+                    error = Some(why);
                     break;
                 }
             }
@@ -208,6 +227,7 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         started,
         threads: tids.len().min(per_event),
         events: out,
+        unsupported,
     }
 }
 
@@ -301,6 +321,8 @@ mod tests {
             KEPT.lock().unwrap().is_none(),
             "the window holds the counters"
         );
+        // Events this machine lacks (no PMU here: the hardware ones) are not tried again.
+        let first_unsupported = first.unsupported.clone();
         switch(50);
         let a = finish(first, Duration::from_secs(1));
         assert!(value(&a) >= 25, "{a:?}");
@@ -312,6 +334,15 @@ mod tests {
             .filter(|id| first_ids.contains(id))
             .collect();
         assert!(!kept.is_empty(), "no counter was kept");
+        for (name, (found, why)) in &first_unsupported {
+            assert_eq!(
+                second.unsupported.get(name).map(|(at, _)| at),
+                Some(found),
+                "{name} tried again"
+            );
+            let err = second.events.iter().find(|(n, _)| n == name).unwrap();
+            assert_eq!(err.1.as_ref().err(), Some(why));
+        }
         switch(50);
         let b = finish(second, Duration::from_secs(1));
         assert!(value(&b) >= 25, "{b:?}");

@@ -8,9 +8,11 @@ use std::{
 };
 
 use powerdiag_rules::{Allocator, Gathered, OsFacts, ProcessFacts};
-use procfs::process::Status;
+use procfs::{FromRead, process::Status};
 
-use super::fs::{MAX_STREAM, format_cpu_list, open, parse_procfs, read, read_trim};
+use super::fs::{
+    MAX_FILE, MAX_STREAM, format_cpu_list, open, parse_procfs, read, read_bytes, read_trim,
+};
 use crate::collect::{
     CollectError,
     os::{
@@ -238,7 +240,10 @@ pub(super) fn process_start(r: &Roots, pid: u32) -> Option<u64> {
 
 pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFacts, CollectError> {
     let dir = r.proc(pid.to_string());
-    let status: Status = parse_procfs(&dir.join("status"))?;
+    let status_path = dir.join("status");
+    let status_bytes = read_bytes(&status_path, MAX_FILE)?;
+    let status = Status::from_read(status_bytes.as_slice())
+        .map_err(|e| CollectError::procfs(&status_path, e))?;
     let mut f = ProcessFacts {
         pid,
         name: status.name.clone(),
@@ -257,7 +262,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         f.affinity = Some(format_cpu_list(&cpus));
     }
     // procfs's Status has no THP_enabled (kernel 5.0+): read the line itself.
-    f.thp_disabled = read(&dir.join("status")).ok().and_then(|t| {
+    f.thp_disabled = std::str::from_utf8(&status_bytes).ok().and_then(|t| {
         t.lines()
             .find_map(|l| l.strip_prefix("THP_enabled:").map(|v| v.trim() == "0"))
     });

@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use powerdiag_rules::{Cache, Gathered, NumaNode, OsFacts, Topology};
 
-use super::fs::{format_cpu_list, parse_cpu_list, parse_cpu_mask, parse_size, read, read_trim};
+use super::{
+    fs::{format_cpu_list, parse_cpu_list, parse_cpu_mask, parse_size, read, read_trim},
+    kept::{Kept, STATIC_REUSE},
+};
 use crate::collect::{
     CollectError,
     os::{
@@ -46,44 +49,17 @@ impl Collector for Topo {
 pub(super) fn collect(r: &Roots, allowed: Option<&[u32]>) -> Result<Topology, CollectError> {
     let online = online_cpus(r)?;
     let caches = if r.is_live() {
-        LIVE_CACHES.get(&online, || read_caches(r, &online))
+        LIVE_CACHES.get(online.clone(), STATIC_REUSE, || read_caches(r, &online))
     } else {
         read_caches(r, &online)
     };
     finish(r, caches, &online, allowed)
 }
 
-/// How long the live host's cache list is reused while its online CPUs stay the same.
-const CACHES_REUSE: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// The live host's caches, kept between samples: they are read from one sysfs directory per
-/// CPU and cache index (8% of the agent's CPU per sample when re-read every time, measured),
-/// and change only when CPUs come or go, which changes the online list (hotplug, a PowerVM
-/// DLPAR operation) and reads them again. Kept at most [`CACHES_REUSE`] in any case.
-static LIVE_CACHES: KeptCaches = KeptCaches(std::sync::Mutex::new(None));
-
-/// When the caches were read, the online CPUs then, and the caches.
-type Kept = (std::time::Instant, Vec<u32>, Vec<Cache>);
-
-struct KeptCaches(std::sync::Mutex<Option<Kept>>);
-
-impl KeptCaches {
-    fn get(&self, online: &[u32], read: impl FnOnce() -> Vec<Cache>) -> Vec<Cache> {
-        let mut kept = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((at, cpus, caches)) = kept.as_ref()
-            && cpus == online
-            && at.elapsed() < CACHES_REUSE
-        {
-            return caches.clone();
-        }
-        let caches = read();
-        *kept = Some((std::time::Instant::now(), online.to_vec(), caches.clone()));
-        caches
-    }
-}
+/// The live host's caches, kept while its online CPUs stay the same (`kept`): they are read
+/// from one sysfs directory per CPU and cache index (8% of the agent's CPU per sample when
+/// re-read every time, measured).
+static LIVE_CACHES: Kept<Vec<u32>, Vec<Cache>> = Kept::new();
 
 /// Every distinct cache of the online CPUs (a shared cache once).
 fn read_caches(r: &Roots, online: &[u32]) -> Vec<Cache> {
@@ -315,31 +291,6 @@ fn numa(r: &Roots) -> Result<(Vec<NumaNode>, Option<String>), CollectError> {
 mod tests {
     use super::*;
     use crate::collect::os::linux::tests::write;
-
-    /// The live cache list is read once while the online CPUs stay the same, and again when
-    /// they change (hotplug, DLPAR).
-    #[test]
-    fn live_caches_are_kept_until_the_online_cpus_change() {
-        let kept = KeptCaches(std::sync::Mutex::new(None));
-        let l3 = |size_bytes| Cache {
-            level: 3,
-            kind: "Unified".into(),
-            size_bytes,
-            shared_cpu_list: "0-1".into(),
-        };
-        let reads = &std::cell::Cell::new(0);
-        let read = |size| {
-            move || {
-                reads.set(reads.get() + 1);
-                vec![l3(size)]
-            }
-        };
-        assert_eq!(kept.get(&[0, 1], read(1)), [l3(1)]);
-        assert_eq!(kept.get(&[0, 1], read(2)), [l3(1)], "kept");
-        assert_eq!(reads.get(), 1);
-        assert_eq!(kept.get(&[0, 1, 2], read(3)), [l3(3)], "a CPU came online");
-        assert_eq!(reads.get(), 2);
-    }
 
     /// An older kernel's layout: no `cpu/online`, no `node/online`, masks instead of lists.
     #[test]
