@@ -9,6 +9,7 @@ mod lparcfg;
 mod memory;
 mod midr;
 mod perf;
+mod perf_group;
 mod process;
 mod stat;
 mod storage;

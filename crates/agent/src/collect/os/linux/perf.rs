@@ -9,11 +9,14 @@ use std::{
 
 use perf_event::{
     Builder, Counter,
-    events::{Cache, CacheOp, CacheResult, Event, Hardware, Software, WhichCache},
+    events::{Cache, CacheOp, CacheResult, Event, Hardware, WhichCache},
+};
+use perf_event_open_sys::bindings::{
+    PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS, PERF_COUNT_SW_PAGE_FAULTS,
 };
 use powerdiag_rules::{Gathered, OsFacts, PerfCounters, PerfEvent};
 
-use super::{fs::read_trim, kept::STATIC_REUSE};
+use super::{fs::read_trim, kept::STATIC_REUSE, perf_group::Group};
 use crate::collect::{
     CollectError,
     os::{
@@ -61,7 +64,9 @@ impl Collector for Counters {
 /// Open counters at most (threads × events); keeps well under the default 1024 file limit.
 const MAX_FDS: usize = 512;
 
-fn events() -> Vec<(&'static str, Event)> {
+/// Hardware events, one counter per thread and event (the kernel multiplexes those the PMU
+/// cannot count at once).
+fn hardware() -> Vec<(&'static str, Event)> {
     let cache = |which| {
         Event::Cache(Cache {
             which,
@@ -78,14 +83,19 @@ fn events() -> Vec<(&'static str, Event)> {
             "stalled-cycles-backend",
             Event::Hardware(Hardware::STALLED_CYCLES_BACKEND),
         ),
-        (
-            "context-switches",
-            Event::Software(Software::CONTEXT_SWITCHES),
-        ),
-        ("page-faults", Event::Software(Software::PAGE_FAULTS)),
-        ("cpu-migrations", Event::Software(Software::CPU_MIGRATIONS)),
     ]
 }
+
+/// Software events, one group per thread ([`Group`]); counted in the kernel too (context
+/// switches and faults happen there).
+const SOFTWARE: [(&str, u32); 3] = [
+    ("context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES),
+    ("page-faults", PERF_COUNT_SW_PAGE_FAULTS),
+    ("cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS),
+];
+
+/// Every event: the hardware ones, then the software ones.
+const EVENTS: usize = 5 + SOFTWARE.len();
 
 /// Counters started on every thread of a process, per event by thread id.
 #[derive(Debug)]
@@ -95,7 +105,10 @@ pub(super) struct Session {
     /// the pid never inherits counters attached to the old one's threads.
     started: Option<u64>,
     threads: usize,
+    /// The hardware events.
     events: Vec<(&'static str, Result<ByThread, String>)>,
+    /// The software events' groups, by thread id.
+    software: Result<BTreeMap<u32, Group>, String>,
     /// Events the kernel or the CPU does not have (no PMU in a VM, an event this CPU lacks),
     /// with when that was found: not tried again for [`STATIC_REUSE`] (each try costs a
     /// failed perf_event_open per event and a read of perf_event_paranoid).
@@ -157,13 +170,15 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .filter(|k| k.pid == pid && k.started.is_some() && k.started == started);
-    let (kept, mut unsupported) = kept.map(|k| (k.events, k.unsupported)).unwrap_or_default();
+    let (kept, kept_software, mut unsupported) = match kept {
+        Some(k) => (k.events, k.software.ok(), k.unsupported),
+        None => Default::default(),
+    };
     unsupported.retain(|_, (at, _)| at.elapsed() < STATIC_REUSE);
     let mut kept = kept.into_iter();
-    let all = events();
-    let per_event = (MAX_FDS / all.len()).max(1);
+    let per_event = (MAX_FDS / EVENTS).max(1);
     let mut out = Vec::new();
-    for (name, event) in all {
+    for (name, event) in hardware() {
         if let Some((_, why)) = unsupported.get(name) {
             // Keeps the kept list in step with `all`.
             kept.next();
@@ -184,16 +199,12 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
             if counters.contains_key(&tid) {
                 continue;
             }
-            let hardware = !matches!(event, Event::Software(_));
-            let mut builder = Builder::new()
+            // Hardware events in user space only (the builder's default): allowed at
+            // perf_event_paranoid 2, the common default.
+            let builder = Builder::new()
                 .kind(event.clone())
                 .observe_pid(tid as i32)
                 .any_cpu();
-            // Hardware events in user space only: allowed at perf_event_paranoid 2, the common
-            // default. Software events (context switches, faults) happen in the kernel.
-            if !hardware {
-                builder.exclude_kernel(false);
-            }
             match builder.build() {
                 Ok(mut c) => {
                     if c.enable().is_ok() {
@@ -227,8 +238,43 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         started,
         threads: tids.len().min(per_event),
         events: out,
+        software: start_software(r, &tids, kept_software.unwrap_or_default(), per_event),
         unsupported,
     }
+}
+
+/// The software groups of `tids`: the kept ones of threads still there, reset and enabled,
+/// and new ones for the rest, up to `cap` threads.
+fn start_software(
+    r: &Roots,
+    tids: &[u32],
+    mut groups: BTreeMap<u32, Group>,
+    cap: usize,
+) -> Result<BTreeMap<u32, Group>, String> {
+    groups.retain(|tid, g| tids.contains(tid) && g.reset().is_ok() && g.enable().is_ok());
+    let configs = SOFTWARE.map(|(_, c)| u64::from(c));
+    for &tid in tids {
+        if groups.len() >= cap {
+            break;
+        }
+        if groups.contains_key(&tid) {
+            continue;
+        }
+        match Group::open(tid, &configs) {
+            Ok(g) => {
+                if g.enable().is_ok() {
+                    groups.insert(tid, g);
+                }
+            }
+            // A thread that exited meanwhile is not the events' fault.
+            Err(e) if e.raw_os_error() == Some(libc_errno::ESRCH) => {}
+            Err(e) => return Err(explain(&e, r)),
+        }
+    }
+    if groups.is_empty() {
+        return Err("no thread of mariadbd could be counted".into());
+    }
+    Ok(groups)
 }
 
 pub(super) fn finish(mut s: Session, window: Duration) -> PerfCounters {
@@ -259,7 +305,9 @@ pub(super) fn finish(mut s: Session, window: Duration) -> PerfCounters {
                 unavailable: Some(why.clone()),
             },
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut events = events;
+    events.extend(finish_software(&mut s.software));
     let counters = PerfCounters {
         window_seconds: window.as_secs_f64(),
         target: format!(
@@ -270,6 +318,38 @@ pub(super) fn finish(mut s: Session, window: Duration) -> PerfCounters {
     };
     *KEPT.lock().unwrap_or_else(PoisonError::into_inner) = Some(s);
     counters
+}
+
+/// The software events summed over the threads' groups, each group disabled for the next
+/// window (disabled first: a disabled group's read needs no interrupt).
+fn finish_software(groups: &mut Result<BTreeMap<u32, Group>, String>) -> Vec<PerfEvent> {
+    let mut sums = [0u64; SOFTWARE.len()];
+    let mut failed = None;
+    match groups {
+        Ok(groups) => {
+            for g in groups.values_mut() {
+                let _ = g.disable();
+                match g.read() {
+                    Ok(counts) => {
+                        for (sum, c) in sums.iter_mut().zip(counts) {
+                            *sum = sum.saturating_add(c);
+                        }
+                    }
+                    Err(e) => failed = Some(format!("reading the counter failed: {e}")),
+                }
+            }
+        }
+        Err(why) => failed = Some(why.clone()),
+    }
+    SOFTWARE
+        .iter()
+        .zip(sums)
+        .map(|((name, _), sum)| PerfEvent {
+            name: (*name).into(),
+            value: failed.is_none().then_some(sum),
+            unavailable: failed.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -285,12 +365,11 @@ mod tests {
         }
     }
 
-    fn ids(s: &Session, event: &str) -> Vec<u64> {
-        s.events
-            .iter()
-            .find(|(n, _)| *n == event)
-            .and_then(|(_, r)| r.as_ref().ok())
-            .map(|c| c.values().map(Counter::id).collect())
+    /// The kernel ids of the software groups.
+    fn ids(s: &Session) -> Vec<u64> {
+        s.software
+            .as_ref()
+            .map(|g| g.values().map(Group::id).collect())
             .unwrap_or_default()
     }
 
@@ -311,11 +390,11 @@ mod tests {
                 .unwrap_or_else(|| panic!("{EVENT} not counted: {c:?}"))
         };
         let first = start(&roots, pid);
-        let first_ids = ids(&first, EVENT);
+        let first_ids = ids(&first);
         assert!(
             !first_ids.is_empty(),
             "{EVENT} not counted: {:?}",
-            first.events
+            first.software
         );
         assert!(
             KEPT.lock().unwrap().is_none(),
@@ -329,7 +408,7 @@ mod tests {
         // Switches between the windows (at least ~1,000) are not counted in the next one.
         switch(2000);
         let second = start(&roots, pid);
-        let kept: Vec<u64> = ids(&second, EVENT)
+        let kept: Vec<u64> = ids(&second)
             .into_iter()
             .filter(|id| first_ids.contains(id))
             .collect();
