@@ -27,7 +27,8 @@
 #     under the tools' few milliseconds a minute);
 #   - at each table count, rounds interleaved ROUNDS times: idle (the load only), peers
 #     (mysqld_exporter and node_exporter with their default collectors, each scraped every 15 s)
-#     and agent (the default configuration, scraped every 15 s); each tool starts before its
+#     and agent (the default configuration, scraped every 15 s); every scrape asks as Prometheus
+#     does (its Accept header, gzip); each tool starts before its
 #     round and runs 20 s before the round is measured (steady state: the agent's first sample,
 #     which lists the vector indexes, is not in it). A tool's MariaDB CPU is its rounds' server
 #     CPU minus the idle rounds'; everything is per minute;
@@ -206,10 +207,15 @@ PIDS+=($!)
 
 # --- the tools -------------------------------------------------------------------------------
 SCRAPER=
+# A scrape as Prometheus 2.x sends it: its Accept header (scrape.go's scrapeAcceptHeader) and
+# gzip, which every tool here answers compressed (promhttp and the agent alike).
+PROMETHEUS_ACCEPT='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 start_scraper() { # URL...: scrape each every 15 s from now on
     (
         while :; do
-            for u in "$@"; do curl -fsS -o /dev/null "$u" || true; done
+            for u in "$@"; do
+                curl -fsS -o /dev/null -H "Accept: $PROMETHEUS_ACCEPT" -H 'Accept-Encoding: gzip' "$u" || true
+            done
             sleep 15
         done
     ) &
