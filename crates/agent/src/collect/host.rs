@@ -37,23 +37,25 @@ pub fn collect(roots: &Roots) -> Result<HostFacts, CollectError> {
     Ok(h)
 }
 
-/// The threads this process may use: its CPU affinity and cgroup CPU quota. The standard
-/// library reads the cgroup hierarchy for the quota (four files, one the mount table); on
-/// Linux it is kept like the host's other fixed facts.
+/// The threads this process may use: its CPU affinity and cgroup CPU quota.
+fn available_parallelism() -> Option<u32> {
+    std::thread::available_parallelism()
+        .ok()
+        .and_then(|n| u32::try_from(n.get()).ok())
+}
+
+/// [`available_parallelism`], kept like the host's other fixed facts: the standard library
+/// reads the cgroup hierarchy for the quota (four files, one of them the mount table).
+#[cfg(target_os = "linux")]
 fn usable_threads() -> Option<u32> {
-    let read = || {
-        std::thread::available_parallelism()
-            .ok()
-            .and_then(|n| u32::try_from(n.get()).ok())
-    };
-    #[cfg(target_os = "linux")]
-    {
-        use super::os::linux::kept::{Kept, STATIC_REUSE};
-        static USABLE: Kept<(), Option<u32>> = Kept::new();
-        USABLE.get((), STATIC_REUSE, read)
-    }
-    #[cfg(not(target_os = "linux"))]
-    read()
+    use super::os::linux::kept::{Kept, STATIC_REUSE};
+    static USABLE: Kept<(), Option<u32>> = Kept::new();
+    USABLE.get((), STATIC_REUSE, available_parallelism)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn usable_threads() -> Option<u32> {
+    available_parallelism()
 }
 
 #[cfg(target_os = "linux")]

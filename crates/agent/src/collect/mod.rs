@@ -111,23 +111,23 @@ pub async fn collect(
     }
     let begun = begun.unwrap_or_else(|| begin(opts, Server::Unknown));
     let window = match tokio::time::timeout(budget, begun).await {
-        Ok(Ok(w)) => w,
-        Ok(Err(e)) => {
-            let (facts, run) = os_failed(
-                opts,
-                CollectError::Other(format!("the OS collectors failed: {e}")),
-                started.elapsed(),
-            );
-            snap.collectors.push(run);
-            snap.os = Gathered::Available(facts);
-            return (snap, stats);
-        }
-        Err(_) => {
-            let why = CollectError::Timeout {
+        Ok(Ok(w)) => Ok(w),
+        Ok(Err(e)) => Err((
+            CollectError::Other(format!("the OS collectors failed: {e}")),
+            started.elapsed(),
+        )),
+        Err(_) => Err((
+            CollectError::Timeout {
                 what: "starting the OS sample window".into(),
                 after: budget,
-            };
-            let (facts, run) = os_failed(opts, why, budget);
+            },
+            budget,
+        )),
+    };
+    let window = match window {
+        Ok(w) => w,
+        Err((why, took)) => {
+            let (facts, run) = os_failed(opts, why, took);
             snap.collectors.push(run);
             snap.os = Gathered::Available(facts);
             return (snap, stats);

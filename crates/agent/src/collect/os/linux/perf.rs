@@ -94,9 +94,6 @@ const SOFTWARE: [(&str, u32); 3] = [
     ("cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS),
 ];
 
-/// Every event: the hardware ones, then the software ones.
-const EVENTS: usize = 5 + SOFTWARE.len();
-
 /// Counters started on every thread of a process, per event by thread id.
 #[derive(Debug)]
 pub(super) struct Session {
@@ -176,11 +173,13 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
     };
     unsupported.retain(|_, (at, _)| at.elapsed() < STATIC_REUSE);
     let mut kept = kept.into_iter();
-    let per_event = (MAX_FDS / EVENTS).max(1);
+    let hardware = hardware();
+    // Threads counted at most: one descriptor per event on each.
+    let per_event = (MAX_FDS / (hardware.len() + SOFTWARE.len())).max(1);
     let mut out = Vec::new();
-    for (name, event) in hardware() {
+    for (name, event) in hardware {
         if let Some((_, why)) = unsupported.get(name) {
-            // Keeps the kept list in step with `all`.
+            // Keeps the kept list in step with the hardware list.
             kept.next();
             out.push((name, Err(why.clone())));
             continue;
