@@ -207,26 +207,7 @@ fn serves_metrics_snapshot_and_health() {
     );
 
     // promtool, the Prometheus project's own linter, accepts the exposition.
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian's prometheus package, installed by tests/harness/setup.sh)");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = promtool.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_promtool_accepts(&body);
 
     // OpenMetrics by negotiation, gzip when asked.
     let (_, head, body) = get_with(
@@ -244,15 +225,7 @@ fn serves_metrics_snapshot_and_health() {
     // scrape of the same sample (but for the sample's age, which moves between the two).
     // Samples come every 2 s here: a pair that straddles two samples is taken again.
     let gunzip = |gz: &[u8]| -> String {
-        let mut child = Command::new("gzip")
-            .args(["-d", "-c"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(gz).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = run_with_input("gzip", &["-d", "-c"], gz, "Debian's gzip");
         assert!(
             out.status.success(),
             "gzip -d: {}",

@@ -1,8 +1,9 @@
 //! Finding the test servers and running the binary.
 
 use std::{
+    io::Write,
     path::PathBuf,
-    process::{Command, Output},
+    process::{Command, Output, Stdio},
     time::{Duration, Instant},
 };
 
@@ -269,4 +270,39 @@ pub(crate) fn count_cpus(list: &str) -> u64 {
             None => 1,
         })
         .sum()
+}
+
+/// Runs `program args` with `input` on its standard input (written from another thread, so a
+/// program that answers before it has read everything cannot block) and returns what it
+/// printed; `from` says where the program comes from when it cannot start.
+pub(crate) fn run_with_input(program: &str, args: &[&str], input: &[u8], from: &str) -> Output {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} ({from}): {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+/// promtool, the Prometheus project's own linter, accepts `body` as an exposition.
+pub(crate) fn assert_promtool_accepts(body: &str) {
+    let out = run_with_input(
+        "promtool",
+        &["check", "metrics"],
+        body.as_bytes(),
+        "Debian's prometheus package, installed by tests/harness/setup.sh",
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
