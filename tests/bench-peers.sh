@@ -18,20 +18,31 @@
 #   - CPU from cgroups: mariadbd, the agent, the two exporters and each one-shot run are each in
 #     a cgroup of their own (v2 `cpu.stat` usage_usec, or v1 `cpuacct.usage`), so threads that
 #     exit are counted (per-thread schedstat misses them);
+#   - MariaDB CPU per tool from the server itself: mysqld_exporter and the agent each connect as
+#     a user of their own, and `userstat` (information_schema.USER_STATISTICS) adds up the CPU
+#     time of every command on that user's connections (CPU_TIME) and counts its statements and
+#     connections. The load's noise does not enter it, unlike the server's cgroup minus the idle
+#     rounds' (also printed). It leaves out the server's work to accept a connection (~1 ms
+#     here): mysqld_exporter 0.14 connects at every scrape, the agent once, so the ratio leans
+#     in the peers' favour;
 #   - data: a vector index of POWERDIAG_PEERS_VECTORS (20,000) rows × 768 dimensions, then
 #     tests/harness/many-tables.sh grows the server to each table count (file-per-table);
 #   - digests: before each table count's runs the digest table is cleared and 1,000 distinct
-#     statements run once, so the agent's statement read (every 60 s) works on ~1,000 digests;
+#     statements run once, so the agent's statement read (every 10 minutes) works on ~1,000
+#     digests;
 #   - load: one client session runs a point SELECT and an indexed UPDATE once a second through
 #     every round, the same for every tool (light: the idle rounds' server CPU is the noise floor
 #     under the tools' few milliseconds a minute);
 #   - at each table count, rounds interleaved ROUNDS times: idle (the load only), peers
 #     (mysqld_exporter and node_exporter with their default collectors, each scraped every 15 s)
 #     and agent (the default configuration, scraped every 15 s); every scrape asks as Prometheus
-#     does (its Accept header, gzip); each tool starts before its
-#     round and runs 20 s before the round is measured (steady state: the agent's first sample,
-#     which lists the vector indexes, is not in it). A tool's MariaDB CPU is its rounds' server
-#     CPU minus the idle rounds'; everything is per minute;
+#     does (its Accept header, gzip). Each tool starts before its round and runs 20 s before the
+#     round is measured; the agent 70 s, so its start-up reads (the first sample's, which lists
+#     the vector indexes, and the second statement read a minute later) are not in it. The
+#     agent's rounds last AGENT_ROUND_SECONDS (600), so each holds its 10-minute statement read
+#     once and its 5-minute reads twice, as a long run does; only the InnoDB size, read every 30
+#     minutes, falls outside (its cost at each table count is printed apart). Everything is per
+#     minute;
 #   - one-shot: doctor (defaults, and --no-probe --sample-window 0) and mysqltuner (defaults
 #     with --forcemem and --nocolor, and the same with --skippassword: its default run tries a
 #     dictionary of passwords on every account): wall time, own CPU, server CPU and statements
@@ -39,7 +50,8 @@
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
 # three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (3),
-# POWERDIAG_PEERS_ROUND_SECONDS (60, the least), POWERDIAG_PEERS_VECTORS (20000),
+# POWERDIAG_PEERS_ROUND_SECONDS (60, the least; idle and peers rounds),
+# POWERDIAG_PEERS_AGENT_ROUND_SECONDS (600: the agent's rounds), POWERDIAG_PEERS_VECTORS (20000),
 # POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
 # POWERDIAG_PEERS_KEEP=1 keeps the work directory (raw numbers in rounds.tsv, oneshot.tsv).
 set -euo pipefail
@@ -51,6 +63,7 @@ PORT=${POWERDIAG_PEERS_PORT:-33590}
 TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 2000 10000}
 ROUNDS=${POWERDIAG_PEERS_ROUNDS:-3}
 ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-60}
+AGENT_ROUND_S=${POWERDIAG_PEERS_AGENT_ROUND_SECONDS:-600}
 VECTORS=${POWERDIAG_PEERS_VECTORS:-20000}
 LOAD_S=${POWERDIAG_PEERS_LOAD_INTERVAL:-1}
 PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
@@ -62,6 +75,9 @@ fail() { printf 'bench-peers.sh: %s\n' "$*" >&2; exit 1; }
 # A round shorter than four 15 s scrape intervals measures when the scrapes fall, not the tools.
 if ! [[ $ROUND_S =~ ^[0-9]+$ ]] || [ "$ROUND_S" -lt 60 ]; then
     fail "POWERDIAG_PEERS_ROUND_SECONDS=$ROUND_S: a round must last at least 60 s (four scrape intervals)"
+fi
+if ! [[ $AGENT_ROUND_S =~ ^[0-9]+$ ]] || [ "$AGENT_ROUND_S" -lt 60 ]; then
+    fail "POWERDIAG_PEERS_AGENT_ROUND_SECONDS=$AGENT_ROUND_S: a round must last at least 60 s; 600 holds the agent's 10-minute statement read once"
 fi
 for p in "$PORT" "$MYSQLD_EXPORTER_PORT" "$NODE_EXPORTER_PORT" "$AGENT_PORT"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
@@ -174,8 +190,24 @@ cg server
 cg_add server "$DB_PID"
 sql() { "$HERE/harness/mariadb.sh" sql peers -N "$@"; }
 # The tools take the credentials from the environment (never argv): powerdiag its URL, mysqltuner
-# --passenv, mysqld_exporter DATA_SOURCE_NAME.
+# --passenv, mysqld_exporter DATA_SOURCE_NAME. The agent and mysqld_exporter each have a user
+# of their own, with the privileges their documentation asks for, so userstat tells their
+# server work apart; the one-shot runs are root's.
+sql -e "SET GLOBAL userstat = 1;
+    CREATE USER pd_bench_agent@'127.0.0.1' IDENTIFIED BY '$PW';
+    GRANT PROCESS, SELECT ON *.* TO pd_bench_agent@'127.0.0.1';
+    CREATE USER pd_bench_peers@'127.0.0.1' IDENTIFIED BY '$PW';
+    GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO pd_bench_peers@'127.0.0.1';
+    CREATE USER pd_bench_size@'127.0.0.1' IDENTIFIED BY '$PW';
+    GRANT SELECT ON mysql.innodb_table_stats TO pd_bench_size@'127.0.0.1';"
 export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" PEERS_PW=$PW
+AGENT_URL="mysql://pd_bench_agent:$PW@127.0.0.1:$PORT/"
+# USER: CPU_TIME in µs, statements, connections so far (0 0 0 before the first).
+userstat() {
+    local r
+    r=$(sql -e "SELECT ROUND(CPU_TIME * 1000000), SELECT_COMMANDS + UPDATE_COMMANDS + OTHER_COMMANDS, TOTAL_CONNECTIONS FROM information_schema.USER_STATISTICS WHERE USER = '$1'")
+    echo "${r:-0 0 0}"
+}
 questions() { sql -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'"; }
 
 step "vector data: $VECTORS rows × 768 dimensions with a vector index"
@@ -228,7 +260,7 @@ wait_http() { # URL NAME
 }
 TOOL_PIDS=()
 start_peers() {
-    DATA_SOURCE_NAME="root:$PW@(127.0.0.1:$PORT)/" cg_spawn peers_mysqld "$work/mysqld_exporter.log" \
+    DATA_SOURCE_NAME="pd_bench_peers:$PW@(127.0.0.1:$PORT)/" cg_spawn peers_mysqld "$work/mysqld_exporter.log" \
         prometheus-mysqld-exporter --web.listen-address="127.0.0.1:$MYSQLD_EXPORTER_PORT"
     TOOL_PIDS+=("$SPAWNED")
     cg_spawn peers_node "$work/node_exporter.log" \
@@ -239,7 +271,7 @@ start_peers() {
     start_scraper "http://127.0.0.1:$MYSQLD_EXPORTER_PORT/metrics" "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics"
 }
 start_agent() {
-    cg_spawn agent "$work/agent.log" \
+    POWERDIAG_MARIADB_URL=$AGENT_URL cg_spawn agent "$work/agent.log" \
         "$BIN" agent --web.listen-address "127.0.0.1:$AGENT_PORT" --log.level warn
     TOOL_PIDS+=("$SPAWNED")
     wait_http "http://127.0.0.1:$AGENT_PORT/metrics" "the powerdiag agent"
@@ -264,25 +296,43 @@ tool_usec() { # MODE: CPU of the tool's cgroups
 }
 for g in peers_mysqld peers_node agent; do cg "$g"; done
 
-printf 'tables\tround\tmode\tseconds\ttool_usec\tserver_usec\tquestions\tmysqld_usec\tnode_usec\n' >"$work/rounds.tsv"
+printf 'tables\tround\tmode\tseconds\ttool_usec\tserver_usec\tquestions\tmysqld_usec\tnode_usec\tuser_cpu_usec\tuser_statements\tuser_connections\n' >"$work/rounds.tsv"
 printf 'tables\ttool\trun\twall_ms\tcpu_usec\tserver_usec\tstatements\n' >"$work/oneshot.tsv"
+printf 'tables\tusec_per_read\n' >"$work/size.tsv"
 
 round() { # TABLES ROUND MODE
-    local t=$1 r=$2 mode=$3 s0 s1 t0 t1 q0 q1 m0 m1 n0 n1 w0 w1
+    local t=$1 r=$2 mode=$3 s0 s1 t0 t1 q0 q1 m0 m1 n0 n1 w0 w1 user=none warm=20 len=$ROUND_S u0 u1
     case $mode in
-        peers) start_peers ;;
-        agent) start_agent ;;
+        peers) start_peers; user=pd_bench_peers ;;
+        agent) start_agent; user=pd_bench_agent warm=70 len=$AGENT_ROUND_S ;;
     esac
-    sleep 20
-    m0=$(cg_usec peers_mysqld) n0=$(cg_usec peers_node)
+    sleep "$warm"
+    m0=$(cg_usec peers_mysqld) n0=$(cg_usec peers_node) u0=$(userstat "$user")
     t0=$(tool_usec "$mode") s0=$(cg_usec server) q0=$(questions) w0=$(date +%s.%N)
-    sleep "$ROUND_S"
+    sleep "$len"
     t1=$(tool_usec "$mode") s1=$(cg_usec server) q1=$(questions) w1=$(date +%s.%N)
-    m1=$(cg_usec peers_mysqld) n1=$(cg_usec peers_node)
+    m1=$(cg_usec peers_mysqld) n1=$(cg_usec peers_node) u1=$(userstat "$user")
     stop_tools
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$r" "$mode" \
+    # shellcheck disable=SC2086 # u0 and u1 are three numbers each
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$r" "$mode" \
         "$(awk -v a="$w0" -v b="$w1" 'BEGIN {printf "%.2f", b - a}')" $((t1 - t0)) $((s1 - s0)) \
-        $((q1 - q0 - 1)) $((m1 - m0)) $((n1 - n0)) | tee -a "$work/rounds.tsv" >&2
+        $((q1 - q0 - 1)) $((m1 - m0)) $((n1 - n0)) \
+        "$(printf '%s %s\n' "$u0" "$u1" | awk '{printf "%d\t%d\t%d", $4 - $1, $5 - $2, $6 - $3}')" |
+        tee -a "$work/rounds.tsv" >&2
+}
+
+# The agent's InnoDB size read (SIZE_SQL in crates/agent/src/collect/mariadb/innodb.rs), every 30
+# minutes, falls outside its rounds: its server CPU per read is measured apart, 20 reads.
+size_read() { # TABLES
+    local u0 u1
+    u0=$(userstat pd_bench_size)
+    for _ in $(seq 20); do
+        echo "SELECT COUNT(*), COALESCE(SUM(clustered_index_size), 0) * @@innodb_page_size, COALESCE(SUM(sum_of_other_index_sizes), 0) * @@innodb_page_size, TIMESTAMPDIFF(SECOND, MIN(last_update), NOW()) FROM mysql.innodb_table_stats;"
+    done | MYSQL_PWD=$PW sql --user=pd_bench_size --protocol=tcp --host=127.0.0.1 --port="$PORT" \
+        --skip-ssl-verify-server-cert >/dev/null
+    u1=$(userstat pd_bench_size)
+    printf '%s\t%s\n' "$1" "$(printf '%s %s\n' "$u0" "$u1" | awk '{printf "%d", ($4 - $1) / 20}')" |
+        tee -a "$work/size.tsv" >&2
 }
 
 oneshot() { # TABLES TOOL RUN CMD...
@@ -320,9 +370,11 @@ for tables in $TABLE_COUNTS; do
         oneshot "$tables" mysqltuner_skippassword "$run" \
             mysqltuner --host 127.0.0.1 --port "$PORT" --user root --passenv PEERS_PW --forcemem "$ram_mb" --nocolor --skippassword
     done
+    size_read "$tables"
+    echo "digests in the table before the rounds: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")" >&2
     for ((r = 1; r <= ROUNDS; r++)); do
         for mode in idle peers agent; do
-            step "$tables tables, round $r/$ROUNDS: $mode (${ROUND_S} s)"
+            step "$tables tables, round $r/$ROUNDS: $mode ($([ "$mode" = agent ] && echo "$AGENT_ROUND_S" || echo "$ROUND_S") s)"
             round "$tables" "$r" "$mode"
         done
     done
@@ -330,11 +382,12 @@ done
 
 step "summary"
 # shellcheck source=/dev/null
-python3 - "$work/rounds.tsv" "$work/oneshot.tsv" "$(. /etc/os-release && echo "$PRETTY_NAME"), $(nproc) CPUs, MariaDB $(sql -e 'SELECT VERSION()'), $(prometheus-mysqld-exporter --version 2>&1 | head -1 | cut -d' ' -f1-3), $NODE_EXPORTER_LABEL, powerdiag $("$BIN" --version | awk '{print $2}')" <<'EOF'
+python3 - "$work/rounds.tsv" "$work/oneshot.tsv" "$work/size.tsv" "$(. /etc/os-release && echo "$PRETTY_NAME"), $(nproc) CPUs, MariaDB $(sql -e 'SELECT VERSION()'), $(prometheus-mysqld-exporter --version 2>&1 | head -1 | cut -d' ' -f1-3), $NODE_EXPORTER_LABEL, powerdiag $("$BIN" --version | awk '{print $2}')" <<'EOF'
 import csv, statistics, sys
 rounds = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 oneshot = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
-print(sys.argv[3])
+size = {r["tables"]: float(r["usec_per_read"]) / 1000 for r in csv.DictReader(open(sys.argv[3]), delimiter="\t")}
+print(sys.argv[4])
 print()
 print("| tables | per minute | mysqld_exporter + node_exporter | powerdiag agent | ratio |")
 print("|---|---|---|---|---|")
@@ -346,14 +399,22 @@ for t in dict.fromkeys(r["tables"] for r in rounds):
     idle = per_min("idle", "server_usec")
     peers_tool, agent_tool = per_min("peers", "tool_usec"), per_min("agent", "tool_usec")
     peers_srv, agent_srv = per_min("peers", "server_usec") - idle, per_min("agent", "server_usec") - idle
-    peers_q = per_min("peers", "questions") * 1000 - per_min("idle", "questions") * 1000
-    agent_q = per_min("agent", "questions") * 1000 - per_min("idle", "questions") * 1000
+    # userstat: the tools' own connections, as the server counts them.
+    peers_u, agent_u = per_min("peers", "user_cpu_usec"), per_min("agent", "user_cpu_usec")
+    peers_q, agent_q = per_min("peers", "user_statements") * 1000, per_min("agent", "user_statements") * 1000
+    peers_c, agent_c = per_min("peers", "user_connections") * 1000, per_min("agent", "user_connections") * 1000
+    size_ms = size.get(t, float("nan"))
     ratio = lambda a, b: "%.3f" % (a / b) if b > 0 else "n/a"
     print("| %s | exporter CPU | %.1f ms (mysqld_exporter %.1f, node_exporter %.1f) | %.1f ms | %s |" % (
         t, peers_tool, per_min("peers", "mysqld_usec"), per_min("peers", "node_usec"), agent_tool, ratio(agent_tool, peers_tool)))
-    print("| %s | MariaDB CPU (minus idle %.1f ms) | %.1f ms | %.1f ms | %s |" % (
+    print("| %s | MariaDB CPU on the tool's connections (userstat) | %.2f ms | %.2f ms | %s |" % (
+        t, peers_u, agent_u, ratio(agent_u, peers_u)))
+    print("| %s | the same with the agent's InnoDB size read (%.2f ms every 30 min) | %.2f ms | %.2f ms | **%s** |" % (
+        t, size_ms, peers_u, agent_u + size_ms / 30, ratio(agent_u + size_ms / 30, peers_u)))
+    print("| %s | MariaDB cgroup CPU minus the idle rounds' (%.1f ms) | %.1f ms | %.1f ms | %s |" % (
         t, idle, peers_srv, agent_srv, ratio(agent_srv, peers_srv)))
-    print("| %s | statements | %.0f | %.0f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
+    print("| %s | statements (userstat) | %.1f | %.1f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
+    print("| %s | connections (userstat) | %.1f | %.1f | — |" % (t, peers_c, agent_c))
 print()
 print("| tables | one-shot (median of 3) | wall | own CPU | MariaDB CPU | statements |")
 print("|---|---|---|---|---|---|")

@@ -65,7 +65,7 @@ impl Kept {
             reuse: crate::collect::Reuse::new(cfg.sample.variables_refresh),
             statements: crate::collect::StatementTracker::new(cfg.statements.interval),
             status: StatusTracker::new(cfg.sample.status_window),
-            innodb: InnodbCache::new(cfg.sample.innodb_refresh),
+            innodb: InnodbCache::new(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh),
         }
     }
 }
@@ -115,8 +115,11 @@ pub async fn run(
         if status.window != cfg.sample.status_window {
             status = status.with_window(cfg.sample.status_window);
         }
-        if innodb.refresh != cfg.sample.innodb_refresh {
-            innodb = innodb.with_refresh(cfg.sample.innodb_refresh);
+        if (innodb.refresh, innodb.transactions_refresh)
+            != (cfg.sample.innodb_refresh, cfg.sample.transactions_refresh)
+        {
+            innodb =
+                innodb.with_refresh(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh);
         }
         let started = Instant::now();
         let probe_due = cfg.probe.enabled

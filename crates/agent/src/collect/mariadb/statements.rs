@@ -153,13 +153,23 @@ impl StatementTracker {
         }
     }
 
-    /// The last interval, when the next read is not due yet.
+    /// The last interval, when the next read is not due yet. The first interval after a start
+    /// lasts at most [`FIRST_INTERVAL_MAX`], so the statement verdicts come after a minute
+    /// rather than after a whole (default 10-minute) interval.
     fn not_due(&self) -> Option<Option<Statements>> {
         let st = self.state.lock().ok()?;
         let (at, _) = st.previous.as_ref()?;
-        super::still_fresh(*at, self.interval).then(|| st.last.clone())
+        let interval = match st.last {
+            Some(_) => self.interval,
+            None => self.interval.min(FIRST_INTERVAL_MAX),
+        };
+        super::still_fresh(*at, interval).then(|| st.last.clone())
     }
 }
+
+/// The longest first interval: the second read of the digest table comes this soon after the
+/// first (or after `interval`, if shorter).
+pub(crate) const FIRST_INTERVAL_MAX: Duration = Duration::from_secs(60);
 
 /// One read of the table: cumulative counts.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -829,5 +839,39 @@ mod tests {
         );
         assert!(schema_filter().contains("'sys'"));
         assert!(top_sql(900, 10).ends_with("ORDER BY SUM_TIMER_WAIT DESC LIMIT 42"));
+    }
+
+    #[test]
+    fn the_first_interval_lasts_a_minute_then_the_configured_interval() {
+        let tracker = StatementTracker::new(Duration::from_secs(600));
+        let read_ago = |secs: u64, last: Option<Statements>| {
+            let mut st = tracker.state.lock().unwrap();
+            st.previous = Some((Instant::now() - Duration::from_secs(secs), Raw::default()));
+            st.last = last;
+        };
+        // Never read: due.
+        assert!(tracker.not_due().is_none());
+        // One read, 30 s ago: the first interval is not over.
+        read_ago(30, None);
+        assert_eq!(tracker.not_due(), Some(None));
+        // One read, 61 s ago: the second read is due although the interval is 10 minutes.
+        read_ago(61, None);
+        assert!(tracker.not_due().is_none());
+        // After the first interval, the configured one: 61 s and 9 minutes are not due.
+        let done = Statements {
+            period: StatementPeriod::Interval,
+            ..since_reset(Raw::default(), 60, 100, None)
+        };
+        read_ago(61, Some(done.clone()));
+        assert_eq!(tracker.not_due(), Some(Some(done.clone())));
+        read_ago(540, Some(done.clone()));
+        assert!(tracker.not_due().is_some());
+        read_ago(600, Some(done));
+        assert!(tracker.not_due().is_none());
+        // An interval shorter than a minute is not lengthened.
+        let short = StatementTracker::new(Duration::from_secs(20));
+        short.state.lock().unwrap().previous =
+            Some((Instant::now() - Duration::from_secs(21), Raw::default()));
+        assert!(short.not_due().is_none());
     }
 }

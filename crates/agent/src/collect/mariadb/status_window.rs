@@ -5,7 +5,7 @@
 //! nothing powerdiag sends but the second status read itself falls inside the window. The agent
 //! reads the status every sample anyway: [`StatusTracker`] keeps the recent reads and pairs
 //! the current one with the oldest read no older than `[sample] status_window` (at least the
-//! previous sample), so its verdicts describe the last minute or so, not the server's life.
+//! previous sample), so its verdicts describe the last few minutes, not the server's life.
 
 use std::{
     collections::{BTreeMap, VecDeque},
