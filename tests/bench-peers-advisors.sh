@@ -145,11 +145,13 @@ for s in peermem peersql; do
     port=${!port_var} sock=${!sock_var}
     step "$s: mysqltuner"
     # --forcemem: the RAM MySQLTuner would read itself (it asks for it over TCP).
-    mysqltuner --host 127.0.0.1 --port "$port" --user root --pass "$PW" \
+    # The password from the environment (--passenv) and a private option file (pt's F=), never argv.
+    PEERS_PW=$PW mysqltuner --host 127.0.0.1 --port "$port" --user root --passenv PEERS_PW \
         --forcemem $((ram / 1048576)) --noinfo --nocolor --nodbstat --notbstat --nocolstat --noidxstat \
         >"$work/$s.mysqltuner.txt" 2>&1 || true
     step "$s: pt-variable-advisor"
-    pt-variable-advisor "h=127.0.0.1,P=$port,u=root,p=$PW" >"$work/$s.pt-variable-advisor.txt" 2>&1 || true
+    (umask 077 && printf '[client]\nuser=root\npassword=%s\n' "$PW" >"$work/$s.pt.cnf")
+    pt-variable-advisor "F=$work/$s.pt.cnf,h=127.0.0.1,P=$port" >"$work/$s.pt-variable-advisor.txt" 2>&1 || true
     step "$s: powerdiag doctor (10 s window of the same workload)"
     POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$port/" \
         "$BIN" doctor --no-probe --sample-window 10s --format json >"$work/$s.powerdiag.json" || true

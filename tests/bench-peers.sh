@@ -20,15 +20,15 @@
 #     exit are counted (per-thread schedstat misses them);
 #   - MariaDB CPU per tool from the server itself: mysqld_exporter and the agent each connect as
 #     a user of their own, and `userstat` (information_schema.USER_STATISTICS) adds up the CPU
-#     time of every command on that user's connections (CPU_TIME) and counts its statements and
-#     connections. The load's noise does not enter it, unlike the server's cgroup minus the idle
+#     time of every command on that user's connections (CPU_TIME) and counts its connections;
+#     performance_schema counts its SQL statements (events_statements_summary_by_user_by_event_name). The load's noise does not enter it, unlike the server's cgroup minus the idle
 #     rounds' (also printed). It leaves out the server's work to accept a connection (~1 ms
 #     here): mysqld_exporter 0.14 connects at every scrape, the agent once, so the ratio leans
 #     in the peers' favour;
 #   - data: a vector index of POWERDIAG_PEERS_VECTORS (20,000) rows × 768 dimensions, then
 #     tests/harness/many-tables.sh grows the server to each table count (file-per-table);
 #   - digests: before each table count's runs the digest table is cleared and 1,000 distinct
-#     statements run once, so the agent's statement read (every 10 minutes) works on ~1,000
+#     statements run once, so the agent's statement read (every 30 minutes) works on ~1,000
 #     digests;
 #   - load: one client session runs a point SELECT and an indexed UPDATE once a second through
 #     every round, the same for every tool (light: the idle rounds' server CPU is the noise floor
@@ -38,20 +38,19 @@
 #     and agent (the default configuration, scraped every 15 s); every scrape asks as Prometheus
 #     does (its Accept header, gzip). Each tool starts before its round and runs 20 s before the
 #     round is measured; the agent 70 s, so its start-up reads (the first sample's, which lists
-#     the vector indexes, and the second statement read a minute later) are not in it. The
-#     agent's rounds last AGENT_ROUND_SECONDS (600), so each holds its 10-minute statement read
-#     once and its 5-minute reads twice, as a long run does; only the InnoDB size, read every 30
-#     minutes, falls outside (its cost at each table count is printed apart). Everything is per
-#     minute;
+#     the vector indexes) are not in it. The agent's rounds last AGENT_ROUND_SECONDS (1800), so
+#     each holds each of its 30-minute reads (statement digests, open transactions, vector and
+#     InnoDB sizes) once, as a long run does; the InnoDB size read's cost is also printed apart,
+#     since it grows with the tables. Everything is per minute;
 #   - one-shot: doctor (defaults, and --no-probe --sample-window 0) and mysqltuner (defaults
 #     with --forcemem and --nocolor, and the same with --skippassword: its default run tries a
 #     dictionary of passwords on every account): wall time, own CPU, server CPU and statements
 #     (the server's Questions), median of 3.
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
-# three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (3),
+# three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (1: about 35 minutes a table count),
 # POWERDIAG_PEERS_ROUND_SECONDS (60, the least; idle and peers rounds),
-# POWERDIAG_PEERS_AGENT_ROUND_SECONDS (600: the agent's rounds), POWERDIAG_PEERS_VECTORS (20000),
+# POWERDIAG_PEERS_AGENT_ROUND_SECONDS (1800: the agent's rounds), POWERDIAG_PEERS_VECTORS (20000),
 # POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
 # POWERDIAG_PEERS_KEEP=1 keeps the work directory (raw numbers in rounds.tsv, oneshot.tsv).
 set -euo pipefail
@@ -61,9 +60,9 @@ ROOT=$(cd "$HERE/.." && pwd)
 cd "$ROOT"
 PORT=${POWERDIAG_PEERS_PORT:-33590}
 TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 2000 10000}
-ROUNDS=${POWERDIAG_PEERS_ROUNDS:-3}
+ROUNDS=${POWERDIAG_PEERS_ROUNDS:-1}
 ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-60}
-AGENT_ROUND_S=${POWERDIAG_PEERS_AGENT_ROUND_SECONDS:-600}
+AGENT_ROUND_S=${POWERDIAG_PEERS_AGENT_ROUND_SECONDS:-1800}
 VECTORS=${POWERDIAG_PEERS_VECTORS:-20000}
 LOAD_S=${POWERDIAG_PEERS_LOAD_INTERVAL:-1}
 PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
@@ -77,7 +76,7 @@ if ! [[ $ROUND_S =~ ^[0-9]+$ ]] || [ "$ROUND_S" -lt 60 ]; then
     fail "POWERDIAG_PEERS_ROUND_SECONDS=$ROUND_S: a round must last at least 60 s (four scrape intervals)"
 fi
 if ! [[ $AGENT_ROUND_S =~ ^[0-9]+$ ]] || [ "$AGENT_ROUND_S" -lt 60 ]; then
-    fail "POWERDIAG_PEERS_AGENT_ROUND_SECONDS=$AGENT_ROUND_S: a round must last at least 60 s; 600 holds the agent's 10-minute statement read once"
+    fail "POWERDIAG_PEERS_AGENT_ROUND_SECONDS=$AGENT_ROUND_S: a round must last at least 60 s; 1800 holds each of the agent's 30-minute reads once"
 fi
 for p in "$PORT" "$MYSQLD_EXPORTER_PORT" "$NODE_EXPORTER_PORT" "$AGENT_PORT"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
@@ -202,10 +201,14 @@ sql -e "SET GLOBAL userstat = 1;
     GRANT SELECT ON mysql.innodb_table_stats TO pd_bench_size@'127.0.0.1';"
 export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" PEERS_PW=$PW
 AGENT_URL="mysql://pd_bench_agent:$PW@127.0.0.1:$PORT/"
-# USER: CPU_TIME in µs, statements, connections so far (0 0 0 before the first).
+# USER: CPU_TIME in µs, SQL statements, connections so far (0 0 0 before the first). userstat's
+# own command counters leave SHOW statements out, so the statements come from performance_schema.
 userstat() {
     local r
-    r=$(sql -e "SELECT ROUND(CPU_TIME * 1000000), SELECT_COMMANDS + UPDATE_COMMANDS + OTHER_COMMANDS, TOTAL_CONNECTIONS FROM information_schema.USER_STATISTICS WHERE USER = '$1'")
+    r=$(sql -e "SELECT ROUND(CPU_TIME * 1000000),
+        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
+            WHERE USER = '$1' AND EVENT_NAME LIKE 'statement/sql/%'),
+        TOTAL_CONNECTIONS FROM information_schema.USER_STATISTICS WHERE USER = '$1'")
     echo "${r:-0 0 0}"
 }
 questions() { sql -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'"; }
@@ -321,8 +324,8 @@ round() { # TABLES ROUND MODE
         tee -a "$work/rounds.tsv" >&2
 }
 
-# The agent's InnoDB size read (SIZE_SQL in crates/agent/src/collect/mariadb/innodb.rs), every 30
-# minutes, falls outside its rounds: its server CPU per read is measured apart, 20 reads.
+# The agent's InnoDB size read (SIZE_SQL in crates/agent/src/collect/mariadb/innodb.rs), the one
+# read whose cost grows with the tables: its server CPU per read, 20 reads back to back.
 size_read() { # TABLES
     local u0 u1
     u0=$(userstat pd_bench_size)
@@ -407,14 +410,14 @@ for t in dict.fromkeys(r["tables"] for r in rounds):
     ratio = lambda a, b: "%.3f" % (a / b) if b > 0 else "n/a"
     print("| %s | exporter CPU | %.1f ms (mysqld_exporter %.1f, node_exporter %.1f) | %.1f ms | %s |" % (
         t, peers_tool, per_min("peers", "mysqld_usec"), per_min("peers", "node_usec"), agent_tool, ratio(agent_tool, peers_tool)))
-    print("| %s | MariaDB CPU on the tool's connections (userstat) | %.2f ms | %.2f ms | %s |" % (
+    print("| %s | MariaDB CPU on the tool's connections (userstat) | %.2f ms | %.2f ms | **%s** |" % (
         t, peers_u, agent_u, ratio(agent_u, peers_u)))
-    print("| %s | the same with the agent's InnoDB size read (%.2f ms every 30 min) | %.2f ms | %.2f ms | **%s** |" % (
-        t, size_ms, peers_u, agent_u + size_ms / 30, ratio(agent_u + size_ms / 30, peers_u)))
+    print("| %s | (of which the agent's InnoDB size read, every 30 min: %.2f ms a read back to back) | | %.3f ms | |" % (
+        t, size_ms, size_ms / 30))
     print("| %s | MariaDB cgroup CPU minus the idle rounds' (%.1f ms) | %.1f ms | %.1f ms | %s |" % (
         t, idle, peers_srv, agent_srv, ratio(agent_srv, peers_srv)))
-    print("| %s | statements (userstat) | %.1f | %.1f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
-    print("| %s | connections (userstat) | %.1f | %.1f | — |" % (t, peers_c, agent_c))
+    print("| %s | SQL statements (performance_schema, by user) | %.1f | %.2f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
+    print("| %s | connections (userstat) | %.1f | %.2f | — |" % (t, peers_c, agent_c))
 print()
 print("| tables | one-shot (median of 3) | wall | own CPU | MariaDB CPU | statements |")
 print("|---|---|---|---|---|---|")
