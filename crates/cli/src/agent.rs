@@ -57,7 +57,7 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
     // from the last sample, and two workers handing each request between them cost more than
     // the work (a scrape 0.34 → 0.23 ms, a sample 5.1 → 4.9 ms, measured). Files are read on
     // the blocking pool, whose thread is kept between samples (the default 10 s would start a
-    // new one for every sample at the default 5-minute interval).
+    // new one for every sample at the default 60 s interval).
     let runtime = tokio::runtime::Builder::new_current_thread()
         .thread_keep_alive(std::time::Duration::from_secs(15 * 60))
         .enable_all()

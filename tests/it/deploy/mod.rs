@@ -248,9 +248,9 @@ fn fast_agent_toml(probe: bool) -> String {
         ("timeout = \"5s\"", "timeout = \"1s\""),
         ("window = \"1s\"", "window = \"200ms\""),
         ("queries = 20", "queries = 4"),
-        ("interval = \"5m\" ", "interval = \"3s\" "),
+        ("interval = \"60s\"", "interval = \"3s\""),
         (
-            "interval = \"30m\"   # time between two reads of the digest table",
+            "interval = \"10m\"   # time between two reads of the digest table",
             "interval = \"3s\"    # time between two reads of the digest table",
         ),
     ] {

@@ -6,7 +6,7 @@
 //! The agent reads each on its own schedule ([`InnodbCache`]): the size every
 //! `[sample] innodb_refresh` (30 minutes: it is a sum over one statistics row per table, ~2.7 ms
 //! of server CPU at 10,000 tables, and InnoDB rewrites those rows only when it recalculates a
-//! table's statistics), the transactions every `[sample] transactions_refresh` (30 minutes: a
+//! table's statistics), the transactions every `[sample] transactions_refresh` (10 minutes: a
 //! transaction is judged by the hour, and the read costs ~1 ms whatever the tables).
 
 use std::{
@@ -208,21 +208,24 @@ impl Part for Innodb {
                 ctx.facts.transactions = trx.clone();
                 return Err(CollectError::skipped("InnoDB facts served from the cache"));
             }
-            // An empty statistics table is a fact; a statement that failed is a failed
-            // collector.
+            // An empty statistics table is a fact, kept like a value; a statement that failed
+            // is a failed collector, and is tried again at the next sample rather than kept for
+            // the whole refresh.
             let mut failed: Vec<String> = Vec::new();
-            let mut read_failed = |w: Option<&str>| {
-                if let Some(w) = w.filter(|w| w.starts_with("reading ")) {
+            let mut read_failed = |w: Option<&str>| match w.filter(|w| w.starts_with("reading ")) {
+                Some(w) => {
                     failed.push(w.to_owned());
+                    true
                 }
+                None => false,
             };
             let size = match kept_size {
                 Some(size) => size,
                 None => {
                     let size = read_size(ctx.s).await;
-                    read_failed(size.as_ref().err());
-                    if let Some(cache) = cache {
-                        cache.store_size(&size);
+                    let bad = read_failed(size.as_ref().err());
+                    if let Some(c) = cache.filter(|_| !bad) {
+                        c.store_size(&size);
                     }
                     size
                 }
@@ -231,9 +234,9 @@ impl Part for Innodb {
                 Some(trx) => trx,
                 None => {
                     let trx = read_transactions(ctx.s).await;
-                    read_failed(trx.as_ref().err());
-                    if let Some(cache) = cache {
-                        cache.store_transactions(&trx);
+                    let bad = read_failed(trx.as_ref().err());
+                    if let Some(c) = cache.filter(|_| !bad) {
+                        c.store_transactions(&trx);
                     }
                     trx
                 }
