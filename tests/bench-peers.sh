@@ -21,8 +21,9 @@
 #   - MariaDB CPU per tool from the server itself: mysqld_exporter and the agent each connect as
 #     a user of their own, and `userstat` (information_schema.USER_STATISTICS) adds up the CPU
 #     time of every command on that user's connections (CPU_TIME) and counts its connections;
-#     performance_schema counts its SQL statements (events_statements_summary_by_user_by_event_name). The load's noise does not enter it, unlike the server's cgroup minus the idle
-#     rounds' (also printed). It leaves out the server's work to accept a connection (~1 ms
+#     performance_schema counts its SQL statements (events_statements_summary_by_user_by_
+#     event_name). The load's noise does not enter it, unlike the server's cgroup minus the
+#     idle rounds' (also printed). It leaves out the server's work to accept a connection (~1 ms
 #     here): mysqld_exporter 0.14 connects at every scrape, the agent once, so the ratio leans
 #     in the peers' favour;
 #   - data: a vector index of POWERDIAG_PEERS_VECTORS (20,000) rows × 768 dimensions, then
@@ -49,7 +50,8 @@
 #     (the server's Questions), median of 3.
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
-# three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (1: about 20 minutes a table count),
+# three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (1: about 20 minutes
+# a table count),
 # POWERDIAG_PEERS_ROUND_SECONDS (60, the least; idle and peers rounds),
 # POWERDIAG_PEERS_AGENT_ROUND_SECONDS (600: the agent's rounds), POWERDIAG_PEERS_VECTORS (20000),
 # POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
@@ -192,14 +194,17 @@ sql() { "$HERE/harness/mariadb.sh" sql peers -N "$@"; }
 # The tools take the credentials from the environment (never argv): powerdiag its URL, mysqltuner
 # --passenv, mysqld_exporter DATA_SOURCE_NAME. The agent and mysqld_exporter each have a user
 # of their own, with the privileges their documentation asks for, so userstat tells their
-# server work apart; the one-shot runs are root's.
-sql -e "SET GLOBAL userstat = 1;
-    CREATE USER pd_bench_agent@'127.0.0.1' IDENTIFIED BY '$PW';
-    GRANT PROCESS, SELECT ON *.* TO pd_bench_agent@'127.0.0.1';
-    CREATE USER pd_bench_peers@'127.0.0.1' IDENTIFIED BY '$PW';
-    GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO pd_bench_peers@'127.0.0.1';
-    CREATE USER pd_bench_size@'127.0.0.1' IDENTIFIED BY '$PW';
-    GRANT SELECT ON mysql.innodb_table_stats TO pd_bench_size@'127.0.0.1';"
+# server work apart; the one-shot runs are root's. The statements go through standard input, so
+# the password is never in a command line.
+sql <<SQL
+SET GLOBAL userstat = 1;
+CREATE USER pd_bench_agent@'127.0.0.1' IDENTIFIED BY '$PW';
+GRANT PROCESS, SELECT ON *.* TO pd_bench_agent@'127.0.0.1';
+CREATE USER pd_bench_peers@'127.0.0.1' IDENTIFIED BY '$PW';
+GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO pd_bench_peers@'127.0.0.1';
+CREATE USER pd_bench_size@'127.0.0.1' IDENTIFIED BY '$PW';
+GRANT SELECT ON mysql.innodb_table_stats TO pd_bench_size@'127.0.0.1';
+SQL
 export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" PEERS_PW=$PW
 AGENT_URL="mysql://pd_bench_agent:$PW@127.0.0.1:$PORT/"
 # USER: CPU_TIME in µs, SQL statements, connections so far (0 0 0 before the first). userstat's
