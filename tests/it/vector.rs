@@ -383,3 +383,101 @@ fn the_agent_lists_vector_indexes_again_after_a_schema_change() {
     sql(&["DROP DATABASE pd_relist"]);
     has(false);
 }
+
+/// A refresh with no schema change reads the vector indexes' sizes and row estimates again,
+/// not their definitions (a join over INFORMATION_SCHEMA and a `SHOW CREATE TABLE` per table,
+/// the costly part at 10,000 tables): rows added to the base table appear without a schema
+/// change, `SHOW CREATE TABLE` is sent once per listing of the dictionary, and an `ALTER
+/// TABLE` that changes `M` and the distance is seen. On the `evict` server, which no other
+/// test changes while `evict_lock` is held, so the general log counts this agent's statements
+/// alone.
+#[test]
+fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
+    let _lock = evict_lock();
+    let server = Server::get("evict");
+    let sql = |stmts: &[&str]| -> Vec<(String, i64)> {
+        block_on(async {
+            let pool = server.pool();
+            let mut c = pool.get_conn().await.expect("connect as root");
+            let mut last = Vec::new();
+            for s in stmts {
+                last = c
+                    .query::<(String, i64), _>(*s)
+                    .await
+                    .unwrap_or_else(|e| panic!("{s}: {e}"));
+            }
+            drop(c);
+            pool.disconnect().await.unwrap();
+            last
+        })
+    };
+    sql(&[
+        "DROP DATABASE IF EXISTS pd_refresh",
+        "CREATE DATABASE pd_refresh",
+        "CREATE TABLE pd_refresh.v (id INT PRIMARY KEY, e VECTOR(4) NOT NULL, VECTOR INDEX (e)) ENGINE=InnoDB",
+        "INSERT INTO pd_refresh.v SELECT seq, VEC_FromText(CONCAT('[', seq, ',1,2,3]')) FROM pd_refresh.seq_1_to_50",
+        "TRUNCATE TABLE mysql.general_log",
+        "SET GLOBAL log_output = 'TABLE', GLOBAL general_log = 1",
+    ]);
+    let agent = crate::agent::start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvector_index_refresh = \"2s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+    );
+    let index = || -> Option<Value> {
+        let (_, _, body) = crate::agent::get(agent.port, "/api/v1/snapshot")?;
+        let j: Value = serde_json::from_str(&body).ok()?;
+        let s = j.get("snapshot").unwrap_or(&j);
+        s["mariadb"]["facts"]["vector_indexes"]["available"]
+            .as_array()?
+            .iter()
+            .find(|i| i["schema"] == "pd_refresh" && i["table"] == "v")
+            .cloned()
+    };
+    let wait_for = |what: &str, want: &dyn Fn(&Value) -> bool| {
+        let mut last = None;
+        let ok = crate::agent::eventually(std::time::Duration::from_secs(30), || {
+            last = index();
+            last.as_ref().is_some_and(want)
+        });
+        assert!(ok, "{what}; the agent's pd_refresh.v: {last:#?}");
+    };
+    wait_for("listed with its definition", &|i| {
+        i["column"] == "e" && i["dimensions"] == 4 && i["m"].is_null()
+    });
+    sql(&[
+        "INSERT INTO pd_refresh.v SELECT seq, VEC_FromText(CONCAT('[', seq, ',1,2,3]')) FROM pd_refresh.seq_51_to_500",
+    ]);
+    // The base table's estimate follows its DML (the graph table's own statistics lag).
+    wait_for("500 rows after the insert, no schema change", &|i| {
+        i["rows"].as_u64().is_some_and(|r| r >= 500) && i["column"] == "e"
+    });
+    sql(&["ALTER TABLE pd_refresh.v DROP INDEX e, ADD VECTOR INDEX e (e) M=8 DISTANCE=cosine"]);
+    wait_for("M and the distance after ALTER TABLE", &|i| {
+        i["m"] == 8 && i["distance"] == "cosine" && i["column"] == "e"
+    });
+    drop(agent);
+    let counts: std::collections::BTreeMap<String, i64> = sql(&[
+        "SET GLOBAL general_log = 0",
+        "SELECT CASE \
+           WHEN a LIKE 'SHOW CREATE TABLE `pd_refresh`.`v`' THEN 'definitions' \
+           WHEN a LIKE 'SELECT NAME FROM information_schema.INNODB_SYS_TABLES%' THEN 'listings' \
+           WHEN a LIKE '%mysql.innodb_table_stats%pd_refresh%' THEN 'sizes' \
+           ELSE 'other' END AS kind, COUNT(*) \
+         FROM (SELECT CONVERT(argument USING utf8mb4) AS a FROM mysql.general_log \
+               WHERE command_type = 'Query') q GROUP BY kind",
+    ])
+    .into_iter()
+    .collect();
+    sql(&[
+        "DROP DATABASE pd_refresh",
+        "TRUNCATE TABLE mysql.general_log",
+    ]);
+    let n = |k: &str| counts.get(k).copied().unwrap_or(0);
+    // The first listing, and the one after ALTER TABLE: nothing else changed the schema.
+    assert_eq!(n("listings"), 2, "{counts:?}");
+    assert_eq!(n("definitions"), n("listings"), "{counts:?}");
+    assert!(
+        n("sizes") > n("listings"),
+        "refreshes without a listing: {counts:?}"
+    );
+}

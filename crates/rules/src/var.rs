@@ -145,8 +145,9 @@ named_enum! {
         InnodbCheckpointAge => "innodb_checkpoint_age",
         InnodbCheckpointMaxAge => "innodb_checkpoint_max_age",
         InnodbHistoryListLength => "innodb_history_list_length",
-        // Schema changes: the agent lists the vector indexes again only after one (or a
-        // restart), since the list costs the server per table on it.
+        // Schema and privilege changes: the agent lists the vector indexes again only after
+        // one (or a restart), since the list costs the server per table on it, and what a
+        // user may see of it moves with its grants.
         ComCreateTable => "com_create_table",
         ComAlterTable => "com_alter_table",
         ComDropTable => "com_drop_table",
@@ -154,6 +155,11 @@ named_enum! {
         ComCreateIndex => "com_create_index",
         ComDropIndex => "com_drop_index",
         ComDropDb => "com_drop_db",
+        ComGrant => "com_grant",
+        ComGrantRole => "com_grant_role",
+        ComRevoke => "com_revoke",
+        ComRevokeAll => "com_revoke_all",
+        ComRevokeRole => "com_revoke_role",
     }
 }
 

@@ -36,7 +36,8 @@ pub struct SampleConfig {
     /// OS sample window for rates (steal, counters); 0 uses since-boot totals.
     #[serde(with = "humantime_serde")]
     pub window: Duration,
-    /// How long the list and sizes of vector indexes are reused before being read again.
+    /// How long the sizes and row estimates of vector indexes are reused before being read
+    /// again; their list and definitions are read again only after a schema or grant change.
     #[serde(with = "humantime_serde")]
     pub vector_index_refresh: Duration,
     /// How long server variables are reused on the same connection before being read again

@@ -149,14 +149,15 @@ pub(crate) fn still_fresh(at: Instant, reuse: Duration) -> bool {
 struct CachedIndexes {
     at: Instant,
     indexes: Vec<powerdiag_rules::VectorIndex>,
-    hidden: Option<Vec<String>>,
+    listing: Option<vector::Listing>,
     mark: Option<vector::SchemaMark>,
 }
 
-/// Vector indexes listed earlier, shared between samples. After `refresh` their sizes are read
-/// again; the list itself (InnoDB's dictionary, whose read costs the server per table on it:
-/// 12–17 ms at 10,000 tables) is read again only when the server's schema-change counters
-/// moved or it restarted (see [`vector::SchemaMark`]).
+/// Vector indexes listed earlier, shared between samples. After `refresh` their sizes and row
+/// estimates are read again; the list itself (InnoDB's dictionary, whose read costs the server
+/// per table on it: 12–17 ms at 10,000 tables) and the indexes' definitions are read again only
+/// when the server's schema-change or grant counters moved or it restarted (see
+/// [`vector::SchemaMark`]).
 #[derive(Debug, Clone)]
 pub struct VectorCache {
     pub refresh: Duration,
@@ -177,26 +178,32 @@ impl VectorCache {
         still_fresh(c.at, self.refresh).then(|| c.indexes.clone())
     }
 
-    /// The hidden tables of the last listing, when no schema changed since (`now` is the
-    /// server's mark at this sample).
-    fn unchanged_hidden(&self, now: Option<&vector::SchemaMark>) -> Option<Vec<String>> {
+    /// The last listing and its indexes, when no schema changed since (`now` is the server's
+    /// mark at this sample).
+    fn unchanged(
+        &self,
+        now: Option<&vector::SchemaMark>,
+    ) -> Option<(vector::Listing, Vec<powerdiag_rules::VectorIndex>)> {
         let guard = self.last.lock().ok()?;
         let c = guard.as_ref()?;
         let (then, now) = (c.mark.as_ref()?, now?);
-        then.unchanged_at(now).then(|| c.hidden.clone()).flatten()
+        if !then.unchanged_at(now) {
+            return None;
+        }
+        Some((c.listing.clone()?, c.indexes.clone()))
     }
 
     fn store(
         &self,
         v: &[powerdiag_rules::VectorIndex],
-        hidden: Option<Vec<String>>,
+        listing: Option<vector::Listing>,
         mark: Option<vector::SchemaMark>,
     ) {
         if let Ok(mut guard) = self.last.lock() {
             *guard = Some(CachedIndexes {
                 at: Instant::now(),
                 indexes: v.to_vec(),
-                hidden,
+                listing,
                 mark,
             });
         }
