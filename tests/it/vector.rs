@@ -385,24 +385,27 @@ fn the_agent_lists_vector_indexes_again_after_a_schema_change() {
 }
 
 /// A refresh with no schema change reads the vector indexes' sizes and row estimates again,
-/// not their definitions (a join over INFORMATION_SCHEMA and a `SHOW CREATE TABLE` per table,
-/// the costly part at 10,000 tables): rows added to the base table appear without a schema
-/// change, `SHOW CREATE TABLE` is sent once per listing of the dictionary, and an `ALTER
-/// TABLE` that changes `M` and the distance is seen. On the `evict` server, which no other
-/// test changes while `evict_lock` is held, so the general log counts this agent's statements
-/// alone.
+/// not their list or definitions (InnoDB's dictionary, or `INFORMATION_SCHEMA.STATISTICS`
+/// without PROCESS; a join over INFORMATION_SCHEMA and a `SHOW CREATE TABLE` per table: the
+/// costly part at 10,000 tables): rows added to the base table appear without a schema change,
+/// the definitions are read once per listing, and an `ALTER TABLE` that changes `M` and the
+/// distance is seen. Two agents: root (the dictionary) and a user without PROCESS (the
+/// `STATISTICS` list). On the `evict` server, which no other test changes while `evict_lock`
+/// is held, so the general log holds these agents' statements alone.
 #[test]
 fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
+    const USER: &str = "pd_noproc";
+    const PASSWORD: &str = "pd-noproc-Pw-2026";
     let _lock = evict_lock();
     let server = Server::get("evict");
-    let sql = |stmts: &[&str]| -> Vec<(String, i64)> {
+    let sql = |stmts: &[&str]| -> Vec<(String, String, i64)> {
         block_on(async {
             let pool = server.pool();
             let mut c = pool.get_conn().await.expect("connect as root");
             let mut last = Vec::new();
             for s in stmts {
                 last = c
-                    .query::<(String, i64), _>(*s)
+                    .query::<(String, String, i64), _>(*s)
                     .await
                     .unwrap_or_else(|e| panic!("{s}: {e}"));
             }
@@ -411,20 +414,26 @@ fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
             last
         })
     };
+    let create_user = format!("CREATE USER {USER}@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'");
+    let grant = format!("GRANT SELECT ON pd_refresh.* TO {USER}@'127.0.0.1'");
     sql(&[
         "DROP DATABASE IF EXISTS pd_refresh",
+        &format!("DROP USER IF EXISTS {USER}@'127.0.0.1'"),
         "CREATE DATABASE pd_refresh",
         "CREATE TABLE pd_refresh.v (id INT PRIMARY KEY, e VECTOR(4) NOT NULL, VECTOR INDEX (e)) ENGINE=InnoDB",
         "INSERT INTO pd_refresh.v SELECT seq, VEC_FromText(CONCAT('[', seq, ',1,2,3]')) FROM pd_refresh.seq_1_to_50",
+        &create_user,
+        &grant,
         "TRUNCATE TABLE mysql.general_log",
         "SET GLOBAL log_output = 'TABLE', GLOBAL general_log = 1",
     ]);
-    let agent = crate::agent::start_agent(
-        &server.root_url(),
-        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvector_index_refresh = \"2s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
-    );
-    let index = || -> Option<Value> {
-        let (_, _, body) = crate::agent::get(agent.port, "/api/v1/snapshot")?;
+    let config = "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvector_index_refresh = \"2s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n";
+    let agents = [
+        crate::agent::start_agent(&server.root_url(), config),
+        crate::agent::start_agent(&server.url(USER, PASSWORD), config),
+    ];
+    let index = |port: u16| -> Option<Value> {
+        let (_, _, body) = crate::agent::get(port, "/api/v1/snapshot")?;
         let j: Value = serde_json::from_str(&body).ok()?;
         let s = j.get("snapshot").unwrap_or(&j);
         s["mariadb"]["facts"]["vector_indexes"]["available"]
@@ -434,12 +443,18 @@ fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
             .cloned()
     };
     let wait_for = |what: &str, want: &dyn Fn(&Value) -> bool| {
-        let mut last = None;
-        let ok = crate::agent::eventually(std::time::Duration::from_secs(30), || {
-            last = index();
-            last.as_ref().is_some_and(want)
-        });
-        assert!(ok, "{what}; the agent's pd_refresh.v: {last:#?}");
+        for a in &agents {
+            let mut last = None;
+            let ok = crate::agent::eventually(std::time::Duration::from_secs(30), || {
+                last = index(a.port);
+                last.as_ref().is_some_and(want)
+            });
+            assert!(
+                ok,
+                "{what}; pd_refresh.v as the agent on port {} has it: {last:#?}",
+                a.port
+            );
+        }
     };
     wait_for("listed with its definition", &|i| {
         i["column"] == "e" && i["dimensions"] == 4 && i["m"].is_null()
@@ -455,29 +470,41 @@ fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
     wait_for("M and the distance after ALTER TABLE", &|i| {
         i["m"] == 8 && i["distance"] == "cosine" && i["column"] == "e"
     });
-    drop(agent);
-    let counts: std::collections::BTreeMap<String, i64> = sql(&[
+    drop(agents);
+    let counts: std::collections::BTreeMap<(String, String), i64> = sql(&[
         "SET GLOBAL general_log = 0",
-        "SELECT CASE \
+        "SELECT IF(u LIKE 'pd_noproc%', 'pd_noproc', 'root'), CASE \
            WHEN a LIKE 'SHOW CREATE TABLE `pd_refresh`.`v`' THEN 'definitions' \
-           WHEN a LIKE 'SELECT NAME FROM information_schema.INNODB_SYS_TABLES%' THEN 'listings' \
-           WHEN a LIKE '%mysql.innodb_table_stats%pd_refresh%' THEN 'sizes' \
+           WHEN a LIKE 'SELECT NAME FROM information_schema.INNODB_SYS_TABLES%' THEN 'dictionary' \
+           WHEN a LIKE 'SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS%' \
+             THEN 'statistics' \
+           WHEN a LIKE '%information_schema.TABLES%TABLE_NAME=''v''%' THEN 'row estimates' \
            ELSE 'other' END AS kind, COUNT(*) \
-         FROM (SELECT CONVERT(argument USING utf8mb4) AS a FROM mysql.general_log \
-               WHERE command_type = 'Query') q GROUP BY kind",
+         FROM (SELECT CONVERT(user_host USING utf8mb4) AS u, CONVERT(argument USING utf8mb4) AS a \
+               FROM mysql.general_log WHERE command_type = 'Query') q GROUP BY 1, 2",
     ])
     .into_iter()
+    .map(|(user, kind, n)| ((user, kind), n))
     .collect();
     sql(&[
         "DROP DATABASE pd_refresh",
+        &format!("DROP USER {USER}@'127.0.0.1'"),
         "TRUNCATE TABLE mysql.general_log",
     ]);
-    let n = |k: &str| counts.get(k).copied().unwrap_or(0);
-    // The first listing, and the one after ALTER TABLE: nothing else changed the schema.
-    assert_eq!(n("listings"), 2, "{counts:?}");
-    assert_eq!(n("definitions"), n("listings"), "{counts:?}");
-    assert!(
-        n("sizes") > n("listings"),
-        "refreshes without a listing: {counts:?}"
-    );
+    // Without PROCESS the dictionary is tried (and refused) before each STATISTICS list.
+    for (user, listing) in [("root", "dictionary"), (USER, "statistics")] {
+        let n = |k: &str| {
+            counts
+                .get(&(user.to_owned(), k.to_owned()))
+                .copied()
+                .unwrap_or(0)
+        };
+        // The first listing, and the one after ALTER TABLE: nothing else changed the schema.
+        assert_eq!(n(listing), 2, "{user}: {counts:?}");
+        assert_eq!(n("definitions"), n(listing), "{user}: {counts:?}");
+        assert!(
+            n("row estimates") > n(listing),
+            "{user}: refreshes without a listing: {counts:?}"
+        );
+    }
 }

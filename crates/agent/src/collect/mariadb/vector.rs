@@ -77,15 +77,16 @@ impl SchemaMark {
 }
 
 /// How the vector indexes were listed: what a refresh reads again while no schema changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Listing {
     /// `INFORMATION_SCHEMA.VECTOR_INDEXES` (names, dimensions and sizes in one view).
     View,
     /// The hidden graph tables InnoDB's dictionary listed; their sizes are read again.
     Hidden(Vec<String>),
-    /// `INFORMATION_SCHEMA.STATISTICS` without the PROCESS privilege: names only, the list
-    /// itself is kept (it opens every table the user may see).
-    Statistics,
+    /// `INFORMATION_SCHEMA.STATISTICS` without the PROCESS privilege: the indexes' names (all
+    /// of them, before [`MAX_INDEXES`]), kept as the list itself (it opens every table the
+    /// user may see).
+    Statistics(Vec<VectorIndex>),
 }
 
 /// An earlier discovery on the same server run with no schema change since (the agent, see
@@ -130,8 +131,7 @@ pub(crate) async fn discover(
                 Listing::Hidden(text_rows(&rows).iter().filter_map(|r| tcol(r, 0)).collect())
             }
             Err(e) if e.kind == DbErrorKind::MissingPrivilege => {
-                d.indexes = list_by_statistics(s, &e.message).await?;
-                Listing::Statistics
+                Listing::Statistics(list_by_statistics(s, &e.message).await?)
             }
             Err(e) => return Err(e),
         },
@@ -143,19 +143,8 @@ pub(crate) async fn discover(
         }
         Listing::Hidden(names) if names.is_empty() => {}
         Listing::Hidden(names) => d.indexes = size_hidden(s, names, page).await?,
-        Listing::Statistics => {
-            if let Some(k) = known {
-                d.indexes = k
-                    .indexes
-                    .iter()
-                    .map(|i| VectorIndex {
-                        schema: i.schema.clone(),
-                        table: i.table.clone(),
-                        index: i.index.clone(),
-                        ..Default::default()
-                    })
-                    .collect();
-            }
+        Listing::Statistics(names) => {
+            d.indexes = names.clone();
             d.notes.push(format!(
                 "vector index sizes need the PROCESS privilege (GRANT PROCESS ON *.* TO {}); using the base tables' row estimates",
                 s.account()
