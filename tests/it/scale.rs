@@ -107,7 +107,8 @@ fn statements_do_not_grow_with_the_number_of_tables() {
     assert_eq!(many.agent_steady, many.agent_steady_own, "{many:?}");
     // Vector discovery is bounded by the indexes (4 here), never by the tables; the statement
     // digests are two more (an aggregate and the busiest digests with a LIMIT), the InnoDB size
-    // and the oldest transaction two more (one statement each).
+    // and the oldest transaction two more (one statement each; the oldest transaction's session
+    // is one more, read only when a transaction is open).
     assert!(
         many.agent_first <= 16 && many.doctor_no_probe <= 16,
         "{many:?}"

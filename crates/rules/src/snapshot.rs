@@ -208,8 +208,8 @@ pub struct MariadbFacts {
     /// InnoDB data and index size (`mysql.innodb_table_stats`, one statement).
     #[serde(default = "crate::innodb::innodb_size_not_recorded")]
     pub innodb_size: Gathered<crate::InnodbSize>,
-    /// The open InnoDB transactions and the oldest (`information_schema.INNODB_TRX`, one
-    /// statement).
+    /// The open InnoDB transactions and the oldest (`information_schema.INNODB_TRX`, and the
+    /// oldest's session from `PROCESSLIST` when one is open).
     #[serde(default = "crate::innodb::transactions_not_recorded")]
     pub transactions: Gathered<crate::Transactions>,
     pub vector_indexes: Gathered<Vec<VectorIndex>>,

@@ -8,7 +8,7 @@ use super::fix::set_global;
 declare_rule! {
     /// ### What it does
     /// Looks for the transaction that holds back InnoDB's purge: the oldest open transaction
-    /// (`information_schema.INNODB_TRX`, one statement, with its session from `PROCESSLIST`)
+    /// (`information_schema.INNODB_TRX`, with its session from `PROCESSLIST` when one is open)
     /// open longer than {max_transaction_age} s, or a history list
     /// (`Innodb_history_list_length`: committed changes whose old row versions purge cannot
     /// remove yet) longer than {max_history_length} (MySQLTuner's limit). Both are read as they
