@@ -478,7 +478,8 @@ fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
            WHEN a LIKE 'SELECT NAME FROM information_schema.INNODB_SYS_TABLES%' THEN 'dictionary' \
            WHEN a LIKE 'SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS%' \
              THEN 'statistics' \
-           WHEN a LIKE '%information_schema.TABLES%TABLE_NAME=''v''%' THEN 'row estimates' \
+           WHEN a LIKE 'SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES%' \
+             THEN 'row estimates' \
            ELSE 'other' END AS kind, COUNT(*) \
          FROM (SELECT CONVERT(user_host USING utf8mb4) AS u, CONVERT(argument USING utf8mb4) AS a \
                FROM mysql.general_log WHERE command_type = 'Query') q GROUP BY 1, 2",
@@ -502,8 +503,10 @@ fn a_refresh_reads_sizes_again_and_definitions_only_after_a_schema_change() {
         // The first listing, and the one after ALTER TABLE: nothing else changed the schema.
         assert_eq!(n(listing), 2, "{user}: {counts:?}");
         assert_eq!(n("definitions"), n(listing), "{user}: {counts:?}");
+        // The row estimates alone are a refresh's (a listing reads them with the definitions):
+        // at least the one that saw the 500 rows.
         assert!(
-            n("row estimates") > n(listing),
+            n("row estimates") >= 1,
             "{user}: refreshes without a listing: {counts:?}"
         );
     }
