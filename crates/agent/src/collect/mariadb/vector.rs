@@ -193,12 +193,8 @@ async fn size_hidden(
     names: &[String],
     page: u64,
 ) -> Result<Vec<VectorIndex>, DbError> {
-    let names: Vec<TextRow> = names.iter().map(|n| vec![Some(n.clone())]).collect();
-    let persistent = s
-        .query(&persistent_sql(&names))
-        .await
-        .map(|r| text_rows(&r));
-    let (mut found, lacking) = sized_by_persistent(&names, persistent.as_deref().ok(), page);
+    let persistent = s.query(&persistent_sql(names)).await.map(|r| text_rows(&r));
+    let (mut found, lacking) = sized_by_persistent(names, persistent.as_deref().ok(), page);
     if !lacking.is_empty() {
         let stats = text_rows(&s.query(HIDDEN_STATS_SQL).await?);
         let mut hidden = parse_hidden_tables(&hidden_rows(&lacking, &stats), page);
@@ -268,16 +264,15 @@ const HIDDEN_ALLOCATED_SQL: &str = "SELECT NAME, ALLOCATED_SIZE \
 
 /// The rows [`parse_hidden_tables`] reads — name, `NUM_ROWS`, `CLUST_INDEX_SIZE`, allocation
 /// (filled later, see [`set_allocated`]) — from the list of names and the statistics rows.
-pub(crate) fn hidden_rows(names: &[TextRow], stats: &[TextRow]) -> Vec<TextRow> {
+pub(crate) fn hidden_rows(names: &[String], stats: &[TextRow]) -> Vec<TextRow> {
     names
         .iter()
-        .filter_map(|n| {
-            let name = tcol(n, 0)?;
+        .map(|name| {
             let st = stats
                 .iter()
                 .find(|r| tcol(r, 0).as_deref() == Some(name.as_str()));
             let col = |i| st.and_then(|r| r.get(i).cloned().flatten());
-            Some(vec![Some(name.clone()), col(1), col(2), None])
+            vec![Some(name.clone()), col(1), col(2), None]
         })
         .collect()
 }
@@ -285,11 +280,8 @@ pub(crate) fn hidden_rows(names: &[TextRow], stats: &[TextRow]) -> Vec<TextRow> 
 /// What `mysql.innodb_table_stats` (rows of [`persistent_sql`]) says of the hidden table
 /// `name` when it sizes it: (rows, clustered-index pages > 0, age in seconds as the server
 /// printed it).
-fn persistent_size(
-    rows: &[TextRow],
-    name: Option<&str>,
-) -> Option<(Option<u64>, u64, Option<String>)> {
-    let r = rows.iter().find(|r| tcol(r, 0).as_deref() == name)?;
+fn persistent_size(rows: &[TextRow], name: &str) -> Option<(Option<u64>, u64, Option<String>)> {
+    let r = rows.iter().find(|r| tcol(r, 0).as_deref() == Some(name))?;
     let pages = tcol_u64(r, 2).filter(|p| *p > 0)?;
     Some((tcol_u64(r, 1), pages, tcol(r, 3)))
 }
@@ -351,11 +343,10 @@ pub(crate) fn parse_hidden_tables(rows: &[TextRow], page: u64) -> Vec<Hidden> {
 /// time zone). With persistent statistics (InnoDB's default) the in-memory figures are loaded
 /// from and recalculated into these rows: measured on 11.8, a 5,000-row index read 4,907 rows
 /// and 97 pages in both. Only `NUM_ROWS` moves in memory between recalculations, and the base
-/// table's row estimate (read after, see `describe`) covers that.
-pub(crate) fn persistent_sql(names: &[TextRow]) -> String {
+/// table's row estimate (read after, see [`define`] and [`base_rows`]) covers that.
+pub(crate) fn persistent_sql(names: &[String]) -> String {
     let keys: Vec<String> = names
         .iter()
-        .filter_map(|r| tcol(r, 0))
         .filter_map(|n| {
             let (db, t) = n.split_once('/')?;
             Some(format!(
@@ -377,26 +368,25 @@ pub(crate) fn persistent_sql(names: &[TextRow]) -> String {
 }
 
 /// The hidden tables the persistent statistics size, as vector indexes, and the names
-/// (rows of [`HIDDEN_LIST_SQL`]) they do not (no row, or 0 pages: never computed).
+/// (from [`HIDDEN_LIST_SQL`]) they do not (no row, or 0 pages: never computed).
 pub(crate) fn sized_by_persistent(
-    names: &[TextRow],
+    names: &[String],
     persistent: Option<&[TextRow]>,
     page: u64,
-) -> (Vec<VectorIndex>, Vec<TextRow>) {
+) -> (Vec<VectorIndex>, Vec<String>) {
     let mut found = Vec::new();
     let mut lacking = Vec::new();
-    for n in names {
-        let Some(name) = tcol(n, 0) else { continue };
-        let Some((schema, table, _key)) = split_hidden_name(&name) else {
+    for name in names {
+        let Some((schema, table, _key)) = split_hidden_name(name) else {
             continue;
         };
-        match persistent.and_then(|rows| persistent_size(rows, Some(&name))) {
+        match persistent.and_then(|rows| persistent_size(rows, name)) {
             Some((rows, pages, age)) => found.push(VectorIndex {
                 schema,
                 table,
                 rows,
                 rows_source: rows.map(|_| "mysql.innodb_table_stats (hidden graph table)".into()),
-                hidden_table: Some(name),
+                hidden_table: Some(name.clone()),
                 hidden_table_bytes: Some(pages.saturating_mul(page)),
                 size_source: Some(format!(
                     "sized from InnoDB's persistent statistics (mysql.innodb_table_stats), updated {} ago",
@@ -404,7 +394,7 @@ pub(crate) fn sized_by_persistent(
                 )),
                 ..Default::default()
             }),
-            None => lacking.push(n.clone()),
+            None => lacking.push(name.clone()),
         }
     }
     (found, lacking)
@@ -872,7 +862,7 @@ mod tests {
     /// has them (missing: not loaded), the allocation only when asked for.
     #[test]
     fn names_statistics_and_allocation_join_by_name() {
-        let names = [row(&[Some("a/t#i#01")]), row(&[Some("b/u#i#02")])];
+        let names = ["a/t#i#01".to_owned(), "b/u#i#02".to_owned()];
         let stats = [
             row(&[Some("b/u#i#02"), Some("500"), Some("7")]),
             row(&[Some("c/other"), Some("1"), Some("1")]),
@@ -889,9 +879,9 @@ mod tests {
             [false, true]
         );
         let persistent = [row(&[Some("b/u#i#02"), Some("500"), Some("7"), Some("1")])];
-        assert_eq!(persistent_size(&persistent, Some("a/t#i#01")), None);
+        assert_eq!(persistent_size(&persistent, "a/t#i#01"), None);
         assert_eq!(
-            persistent_size(&persistent, Some("b/u#i#02")),
+            persistent_size(&persistent, "b/u#i#02"),
             Some((Some(500), 7, Some("1".into())))
         );
         set_allocated(
@@ -939,11 +929,7 @@ mod tests {
     /// the rest is left for the in-memory statistics.
     #[test]
     fn persistent_statistics_first() {
-        let names = [
-            row(&[Some("a/t#i#01")]),
-            row(&[Some("b@002dx/u'v#i#02")]),
-            row(&[Some("c/w#i#01")]),
-        ];
+        let names = ["a/t#i#01", "b@002dx/u'v#i#02", "c/w#i#01"].map(str::to_owned);
         let sql = persistent_sql(&names);
         assert!(
             sql.ends_with(
@@ -998,7 +984,7 @@ mod tests {
             Some("300"),
         ])];
         // Its persistent statistics size it before the in-memory ones are read.
-        let names = [row(&[Some("app/docs#i#01")])];
+        let names = ["app/docs#i#01".to_owned()];
         let (got, lacking) = sized_by_persistent(&names, Some(&persistent), 16384);
         assert!(lacking.is_empty());
         assert_eq!(got[0].rows, Some(20000));
