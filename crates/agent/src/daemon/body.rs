@@ -126,9 +126,12 @@ impl Deflated {
     }
 }
 
-/// The kept part's level: zlib's default, the level Go's promhttp and tower-http use.
+/// The kept part's level: the fastest. On a 35 KB sample body (miniz_oxide, this VM) level 1
+/// deflates in 0.16 ms to 7.8 KB, zlib's default 6 (Go's promhttp and tower-http) in 0.58 ms to
+/// 6.3 KB: the agent deflates once a sample, and 1.5 KB more a scrape costs less than 0.4 ms
+/// of CPU a sample.
 fn level() -> Compression {
-    Compression::default()
+    Compression::fast()
 }
 
 /// Whether an `Accept-Encoding` value accepts gzip (RFC 9110 §12.5.3): `gzip` or `x-gzip`
