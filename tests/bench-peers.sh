@@ -47,7 +47,10 @@
 #   - one-shot: doctor (defaults, and --no-probe --sample-window 0) and mysqltuner (defaults
 #     with --forcemem and --nocolor, and the same with --skippassword: its default run tries a
 #     dictionary of passwords on every account): wall time, own CPU, server CPU and statements
-#     (the server's Questions), median of 3.
+#     (the server's Questions), median of 3. The server CPU two ways: userstat on the tool's own
+#     user (doctor as a monitoring user with PROCESS and SELECT, MySQLTuner as a user with all
+#     privileges), and the server's cgroup, which also holds what InnoDB does meanwhile (after
+#     10,000 CREATE TABLEs, minutes of background statistics work).
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
 # three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (1: about 20 minutes
@@ -192,10 +195,10 @@ cg server
 cg_add server "$DB_PID"
 sql() { "$HERE/harness/mariadb.sh" sql peers -N "$@"; }
 # The tools take the credentials from the environment (never argv): powerdiag its URL, mysqltuner
-# --passenv, mysqld_exporter DATA_SOURCE_NAME. The agent and mysqld_exporter each have a user
-# of their own, with the privileges their documentation asks for, so userstat tells their
-# server work apart; the one-shot runs are root's. The statements go through standard input, so
-# the password is never in a command line.
+# --passenv, mysqld_exporter DATA_SOURCE_NAME. The agent, mysqld_exporter, doctor and MySQLTuner
+# each have a user of their own, with the privileges their documentation asks for (MySQLTuner
+# root's), so userstat tells their server work apart from the load's and InnoDB's background
+# work. The statements go through standard input, so the password is never in a command line.
 sql <<SQL
 SET GLOBAL userstat = 1;
 CREATE USER pd_bench_agent@'127.0.0.1' IDENTIFIED BY '$PW';
@@ -204,9 +207,13 @@ CREATE USER pd_bench_peers@'127.0.0.1' IDENTIFIED BY '$PW';
 GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO pd_bench_peers@'127.0.0.1';
 CREATE USER pd_bench_size@'127.0.0.1' IDENTIFIED BY '$PW';
 GRANT SELECT ON mysql.innodb_table_stats TO pd_bench_size@'127.0.0.1';
+CREATE USER pd_bench_doctor@'127.0.0.1' IDENTIFIED BY '$PW';
+GRANT PROCESS, SELECT ON *.* TO pd_bench_doctor@'127.0.0.1';
+CREATE USER pd_bench_tuner@'127.0.0.1' IDENTIFIED BY '$PW';
+GRANT ALL PRIVILEGES ON *.* TO pd_bench_tuner@'127.0.0.1' WITH GRANT OPTION;
 SQL
 export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" PEERS_PW=$PW
-AGENT_URL="mysql://pd_bench_agent:$PW@127.0.0.1:$PORT/"
+AGENT_URL="mysql://pd_bench_agent:$PW@127.0.0.1:$PORT/" DOCTOR_URL="mysql://pd_bench_doctor:$PW@127.0.0.1:$PORT/"
 # USER: CPU_TIME in µs, SQL statements, connections so far (0 0 0 before the first). userstat's
 # own command counters leave SHOW statements out, so the statements come from performance_schema.
 userstat() {
@@ -306,7 +313,7 @@ tool_usec() { # MODE: CPU of the tool's cgroups
 for g in peers_mysqld peers_node agent; do cg "$g"; done
 
 printf 'tables\tround\tmode\tseconds\ttool_usec\tserver_usec\tquestions\tmysqld_usec\tnode_usec\tuser_cpu_usec\tuser_statements\tuser_connections\n' >"$work/rounds.tsv"
-printf 'tables\ttool\trun\twall_ms\tcpu_usec\tserver_usec\tstatements\n' >"$work/oneshot.tsv"
+printf 'tables\ttool\trun\twall_ms\tcpu_usec\tserver_usec\tstatements\tuser_cpu_usec\n' >"$work/oneshot.tsv"
 printf 'tables\tusec_per_read\n' >"$work/size.tsv"
 
 round() { # TABLES ROUND MODE
@@ -344,16 +351,23 @@ size_read() { # TABLES
         tee -a "$work/size.tsv" >&2
 }
 
-oneshot() { # TABLES TOOL RUN CMD...
-    local t=$1 tool=$2 run=$3 name w0 w1 c0 s0 s1 q0 q1
-    shift 3
+# A one-shot run's server CPU two ways: the server's cgroup (everything mariadbd did meanwhile,
+# InnoDB's background work on freshly created tables included) and userstat on the tool's own
+# user (its commands only, as the agent's rounds are measured; the connection's accept left out).
+oneshot() { # TABLES TOOL RUN USER CMD...
+    local t=$1 tool=$2 run=$3 user=$4 name w0 w1 c0 s0 s1 q0 q1 u0 u1
+    shift 4
     name=one_$tool
     cg "$name"
+    u0=$(userstat "$user")
     c0=$(cg_usec "$name") s0=$(cg_usec server) q0=$(questions) w0=$(date +%s%N)
     cg_exec "$name" "$@" </dev/null >"$work/$tool.$t.$run.out" 2>&1 || true
     w1=$(date +%s%N) s1=$(cg_usec server) q1=$(questions)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$tool" "$run" $(((w1 - w0) / 1000000)) \
-        $(($(cg_usec "$name") - c0)) $((s1 - s0)) $((q1 - q0 - 1)) | tee -a "$work/oneshot.tsv" >&2
+    u1=$(userstat "$user")
+    # shellcheck disable=SC2086 # u0 and u1 are three numbers each
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$tool" "$run" $(((w1 - w0) / 1000000)) \
+        $(($(cg_usec "$name") - c0)) $((s1 - s0)) $((q1 - q0 - 1)) \
+        "$(printf '%s %s\n' "$u0" "$u1" | awk '{printf "%d", $4 - $1}')" | tee -a "$work/oneshot.tsv" >&2
 }
 
 ram_mb=$(awk '/MemTotal/ {printf "%d", $2 / 1024}' /proc/meminfo)
@@ -371,13 +385,14 @@ for tables in $TABLE_COUNTS; do
     echo "digests in the table: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")" >&2
     step "$tables tables: one-shot runs (doctor, mysqltuner), 3 each"
     for run in 1 2 3; do
-        oneshot "$tables" doctor_no_window "$run" "$BIN" doctor --no-probe --sample-window 0 --format json
-        oneshot "$tables" doctor "$run" "$BIN" doctor --format json
-        oneshot "$tables" mysqltuner "$run" \
-            mysqltuner --host 127.0.0.1 --port "$PORT" --user root --passenv PEERS_PW --forcemem "$ram_mb" --nocolor
+        POWERDIAG_MARIADB_URL=$DOCTOR_URL oneshot "$tables" doctor_no_window "$run" pd_bench_doctor \
+            "$BIN" doctor --no-probe --sample-window 0 --format json
+        POWERDIAG_MARIADB_URL=$DOCTOR_URL oneshot "$tables" doctor "$run" pd_bench_doctor "$BIN" doctor --format json
+        oneshot "$tables" mysqltuner "$run" pd_bench_tuner \
+            mysqltuner --host 127.0.0.1 --port "$PORT" --user pd_bench_tuner --passenv PEERS_PW --forcemem "$ram_mb" --nocolor
         # Most of MySQLTuner's default run is its dictionary check of the accounts' passwords.
-        oneshot "$tables" mysqltuner_skippassword "$run" \
-            mysqltuner --host 127.0.0.1 --port "$PORT" --user root --passenv PEERS_PW --forcemem "$ram_mb" --nocolor --skippassword
+        oneshot "$tables" mysqltuner_skippassword "$run" pd_bench_tuner \
+            mysqltuner --host 127.0.0.1 --port "$PORT" --user pd_bench_tuner --passenv PEERS_PW --forcemem "$ram_mb" --nocolor --skippassword
     done
     size_read "$tables"
     echo "digests in the table before the rounds: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")" >&2
@@ -425,13 +440,15 @@ for t in dict.fromkeys(r["tables"] for r in rounds):
     print("| %s | SQL statements (performance_schema, by user) | %.1f | %.2f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
     print("| %s | connections (userstat) | %.1f | %.2f | — |" % (t, peers_c, agent_c))
 print()
-print("| tables | one-shot (median of 3) | wall | own CPU | MariaDB CPU | statements |")
-print("|---|---|---|---|---|---|")
+print("| tables | one-shot (median of 3) | wall | own CPU | MariaDB CPU on its connections (userstat) | MariaDB cgroup CPU | statements |")
+print("|---|---|---|---|---|---|---|")
 for t in dict.fromkeys(r["tables"] for r in oneshot):
     for tool in dict.fromkeys(r["tool"] for r in oneshot):
         rs = [r for r in oneshot if r["tables"] == t and r["tool"] == tool]
         m = lambda k: statistics.median(float(r[k]) for r in rs)
         name = {"doctor_no_window": "doctor --no-probe --sample-window 0", "doctor": "doctor (defaults)", "mysqltuner": "mysqltuner (defaults)", "mysqltuner_skippassword": "mysqltuner --skippassword"}[tool]
-        print("| %s | %s | %.0f ms | %.1f ms | %.1f ms | %.0f |" % (
-            t, name, m("wall_ms"), m("cpu_usec") / 1000, m("server_usec") / 1000, m("statements")))
+        spread = lambda k: "%.1f–%.1f" % (min(float(r[k]) for r in rs) / 1000, max(float(r[k]) for r in rs) / 1000)
+        print("| %s | %s | %.0f ms | %.1f ms | %.1f ms (%s) | %.1f ms (%s) | %.0f |" % (
+            t, name, m("wall_ms"), m("cpu_usec") / 1000, m("user_cpu_usec") / 1000, spread("user_cpu_usec"),
+            m("server_usec") / 1000, spread("server_usec"), m("statements")))
 EOF
