@@ -101,6 +101,9 @@ pub(super) struct Session {
     /// The process's start time (`/proc/PID/stat` field 22), so a new process that reuses
     /// the pid never inherits counters attached to the old one's threads.
     started: Option<u64>,
+    /// The last process id the kernel handed out (`/proc/sys/kernel/ns_last_pid`), read after
+    /// the threads were listed and before their counters were opened: see [`may_be_new`].
+    last_pid: Option<u32>,
     threads: usize,
     /// The hardware events.
     events: Vec<(&'static str, Result<ByThread, String>)>,
@@ -162,15 +165,21 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         })
         .unwrap_or_default();
     let started = super::process::process_start(r, pid);
+    let last_pid = read_trim(&r.proc("sys/kernel/ns_last_pid"))
+        .ok()
+        .and_then(|v| v.parse().ok());
     let kept = KEPT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .filter(|k| k.pid == pid && k.started.is_some() && k.started == started);
-    let (kept, kept_software, mut unsupported) = match kept {
-        Some(k) => (k.events, k.software.ok(), k.unsupported),
+    let (kept, kept_software, mut unsupported, kept_last_pid) = match kept {
+        Some(k) => (k.events, k.software.ok(), k.unsupported, k.last_pid),
         None => Default::default(),
     };
+    // A kept counter stays on the thread it was opened on: one whose id may since belong to
+    // a new thread is opened again.
+    let keep = |tid: u32| tids.contains(&tid) && !may_be_new(tid, kept_last_pid, last_pid);
     unsupported.retain(|_, (at, _)| at.elapsed() < STATIC_REUSE);
     let mut kept = kept.into_iter();
     let hardware = hardware();
@@ -189,7 +198,7 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
             Some((kept_name, Ok(c))) if kept_name == name => c,
             _ => BTreeMap::new(),
         };
-        counters.retain(|tid, c| tids.contains(tid) && c.reset().is_ok() && c.enable().is_ok());
+        counters.retain(|&tid, c| keep(tid) && c.reset().is_ok() && c.enable().is_ok());
         let mut error = None;
         for &tid in &tids {
             if counters.len() >= per_event {
@@ -232,13 +241,38 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         };
         out.push((name, result));
     }
+    let mut kept_software = kept_software.unwrap_or_default();
+    kept_software.retain(|&tid, _| keep(tid));
     Session {
         pid,
         started,
+        last_pid,
         threads: tids.len().min(per_event),
         events: out,
-        software: start_software(r, &tids, kept_software.unwrap_or_default(), per_event),
+        software: start_software(r, &tids, kept_software, per_event),
         unsupported,
+    }
+}
+
+/// Whether thread id `tid` may have been handed to a new thread since the last window, whose
+/// counters were opened after the kernel's last process id read `before`; it reads `now`
+/// (after this window's threads were listed). A counter stays on the thread it was opened on,
+/// and a thread that exits leaves its counter counting nothing (`ENABLE` on it still
+/// succeeds), so a new thread of mariadbd that got the old one's id (ids are reused once the
+/// kernel's counter wraps at `pid_max`, 32,768 on many hosts) would go uncounted behind it.
+///
+/// The kernel hands ids out in increasing order, wrapping past `pid_max`: an id handed out
+/// between the two reads lies in `(before, now]`, or, when the counter wrapped, above
+/// `before` or at most `now`. Any other id was not handed out meanwhile (assuming fewer than
+/// `pid_max` new processes and threads in one interval), so its counter is still its
+/// thread's. An id in the range may be the same thread (the kernel skips ids in use): its
+/// counter is opened again, which costs one `perf_event_open`. Without either read every
+/// counter is opened again, as before counters were kept.
+fn may_be_new(tid: u32, before: Option<u32>, now: Option<u32>) -> bool {
+    match (before, now) {
+        (Some(before), Some(now)) if now >= before => tid > before && tid <= now,
+        (Some(before), Some(now)) => tid > before || tid <= now,
+        _ => true,
     }
 }
 
@@ -364,12 +398,33 @@ mod tests {
         }
     }
 
-    /// The kernel ids of the software groups.
-    fn ids(s: &Session) -> Vec<u64> {
+    /// The kernel ids of the software groups, by thread id.
+    fn ids(s: &Session) -> BTreeMap<u32, u64> {
         s.software
             .as_ref()
-            .map(|g| g.values().map(Group::id).collect())
+            .map(|g| g.iter().map(|(&tid, g)| (tid, g.id())).collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_thread_id_handed_out_since_the_last_window_is_counted_afresh() {
+        // Ids 1,001 to 1,200 were handed out between the windows.
+        assert!(!may_be_new(1000, Some(1000), Some(1200)));
+        assert!(may_be_new(1001, Some(1000), Some(1200)));
+        assert!(may_be_new(1200, Some(1000), Some(1200)));
+        assert!(!may_be_new(1201, Some(1000), Some(1200)));
+        assert!(!may_be_new(50, Some(1000), Some(1200)));
+        // None.
+        assert!(!may_be_new(1000, Some(1000), Some(1000)));
+        // The counter wrapped past pid_max: 32,001 and up, then up to 400.
+        assert!(may_be_new(32500, Some(32000), Some(400)));
+        assert!(may_be_new(350, Some(32000), Some(400)));
+        assert!(!may_be_new(401, Some(32000), Some(400)));
+        assert!(!may_be_new(32000, Some(32000), Some(400)));
+        // Not known: every counter is opened again.
+        assert!(may_be_new(5, None, Some(400)));
+        assert!(may_be_new(5, Some(400), None));
+        assert!(may_be_new(5, None, None));
     }
 
     /// The second window reuses the first's counters (same kernel ids), counted again from
@@ -390,6 +445,7 @@ mod tests {
         };
         let first = start(&roots, pid);
         let first_ids = ids(&first);
+        let first_last_pid = first.last_pid;
         assert!(
             !first_ids.is_empty(),
             "{EVENT} not counted: {:?}",
@@ -407,11 +463,32 @@ mod tests {
         // Switches between the windows (at least ~1,000) are not counted in the next one.
         switch(2000);
         let second = start(&roots, pid);
-        let kept: Vec<u64> = ids(&second)
-            .into_iter()
-            .filter(|id| first_ids.contains(id))
+        let second_ids = ids(&second);
+        // Kept: exactly the groups of threads still there whose ids were not handed out
+        // between the windows (the test's own thread among them, unless the kernel's id
+        // counter wrapped meanwhile).
+        let kept: Vec<u32> = second_ids
+            .iter()
+            .filter(|&(tid, id)| first_ids.get(tid) == Some(id))
+            .map(|(&tid, _)| tid)
             .collect();
-        assert!(!kept.is_empty(), "no counter was kept");
+        let expected: Vec<u32> = second_ids
+            .keys()
+            .copied()
+            .filter(|&tid| {
+                first_ids.contains_key(&tid) && !may_be_new(tid, first_last_pid, second.last_pid)
+            })
+            .collect();
+        assert_eq!(
+            kept, expected,
+            "ids handed out between: {first_last_pid:?} to {:?}",
+            second.last_pid
+        );
+        if let (Some(before), Some(now)) = (first_last_pid, second.last_pid)
+            && now >= before
+        {
+            assert!(!kept.is_empty(), "no counter was kept");
+        }
         for (name, (found, why)) in &first_unsupported {
             assert_eq!(
                 second.unsupported.get(name).map(|(at, _)| at),

@@ -178,6 +178,40 @@ mod tests {
         assert_eq!(g.read().unwrap()[0], 0, "reset");
     }
 
+    /// The premise of `perf::may_be_new`: a group whose thread exited still resets, enables
+    /// and reads without an error, and counts nothing, so only its thread id's history tells
+    /// it from a live one.
+    #[test]
+    fn a_group_whose_thread_exited_still_enables_and_counts_nothing() {
+        let (tx, rx) = std::sync::mpsc::channel::<u32>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            tx.send(link.file_name().unwrap().to_str().unwrap().parse().unwrap())
+                .unwrap();
+            // Alive until its group is open.
+            done_rx.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        let mut g = Group::open(tid, &[u64::from(PERF_COUNT_SW_CONTEXT_SWITCHES)]).unwrap();
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
+        // Gone from the process's task list only once the kernel has reaped it.
+        let task = format!("/proc/self/task/{tid}");
+        for _ in 0..1000 {
+            if !std::path::Path::new(&task).exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!std::path::Path::new(&task).exists(), "{task} still there");
+        g.reset().unwrap();
+        g.enable().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        g.disable().unwrap();
+        assert_eq!(g.read().unwrap(), [0]);
+    }
+
     #[test]
     fn short_or_mismatched_reads_are_errors() {
         let words = |w: &[u64]| w.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
