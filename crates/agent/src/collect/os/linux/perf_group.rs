@@ -143,22 +143,35 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_group_counts_its_events_together_on_another_thread() {
+    /// A thread of this process: its id, the sender that lets it run `work`, its handle.
+    fn thread(
+        work: impl FnOnce() + Send + 'static,
+    ) -> (
+        u32,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
         let (tx, rx) = std::sync::mpsc::channel::<u32>();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let worker = std::thread::spawn(move || {
             // /proc/thread-self is "PID/task/TID".
             let link = std::fs::read_link("/proc/thread-self").unwrap();
-            let tid = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
-            tx.send(tid).unwrap();
-            // Counted: about 200 sleeps, each a context switch (most of them; see perf.rs).
+            tx.send(link.file_name().unwrap().to_str().unwrap().parse().unwrap())
+                .unwrap();
             go_rx.recv().unwrap();
+            work();
+        });
+        (rx.recv().unwrap(), go_tx, worker)
+    }
+
+    #[test]
+    fn a_group_counts_its_events_together_on_another_thread() {
+        // Counted: about 200 sleeps, each a context switch (most of them; see perf.rs).
+        let (tid, go_tx, worker) = thread(|| {
             for _ in 0..200 {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
         });
-        let tid = rx.recv().unwrap();
         let configs = [
             u64::from(PERF_COUNT_SW_CONTEXT_SWITCHES),
             u64::from(PERF_COUNT_SW_PAGE_FAULTS),
@@ -183,18 +196,10 @@ mod tests {
     /// it from a live one.
     #[test]
     fn a_group_whose_thread_exited_still_enables_and_counts_nothing() {
-        let (tx, rx) = std::sync::mpsc::channel::<u32>();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let worker = std::thread::spawn(move || {
-            let link = std::fs::read_link("/proc/thread-self").unwrap();
-            tx.send(link.file_name().unwrap().to_str().unwrap().parse().unwrap())
-                .unwrap();
-            // Alive until its group is open.
-            done_rx.recv().unwrap();
-        });
-        let tid = rx.recv().unwrap();
+        // Alive until its group is open, then it ends.
+        let (tid, go_tx, worker) = thread(|| {});
         let mut g = Group::open(tid, &[u64::from(PERF_COUNT_SW_CONTEXT_SWITCHES)]).unwrap();
-        done_tx.send(()).unwrap();
+        go_tx.send(()).unwrap();
         worker.join().unwrap();
         // Gone from the process's task list only once the kernel has reaped it.
         let task = format!("/proc/self/task/{tid}");
