@@ -66,9 +66,8 @@ pub(crate) fn parse_size(rows: &[TextRow]) -> Result<InnodbSize, String> {
     })
 }
 
-/// The transaction row: none open when there is no row.
-/// The transactions from [`TRX_SQL`]'s rows and, when read, the oldest one's session
-/// ([`session_sql`]'s rows: none when the session ended in between).
+/// The transactions from [`TRX_SQL`]'s rows (none open when there is no row) and, when read,
+/// the oldest one's session ([`session_sql`]'s rows: none when the session ended in between).
 pub(crate) fn parse_transactions(rows: &[TextRow], session: &[TextRow]) -> Transactions {
     let Some(row) = rows.first() else {
         return Transactions::default();
