@@ -185,15 +185,16 @@ impl Drop for GlobalSet {
     }
 }
 
-/// Between variable reads (`variables_refresh`) the agent's steady sample is the status read
-/// alone, and a `SET GLOBAL` reaches its snapshot at the next read.
+/// While no setting changes, the agent's steady sample is the status read alone (the
+/// variables are kept for an hour here), and a `SET GLOBAL` reaches its snapshot at the next
+/// sample all the same: the status read shows `Com_set_option` moved.
 #[test]
-fn the_agent_reuses_variables_until_the_refresh() {
+fn the_agent_reads_variables_again_after_a_set() {
     let server = Server::m118();
     let _lock = m118_lock();
     let agent = start_agent(
         &server.root_url(),
-        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"3s\"\n[probe]\nenabled = false\n",
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"1h\"\n[probe]\nenabled = false\n",
     );
     let statements = || agent_statements(&agent);
     assert!(
@@ -215,5 +216,11 @@ fn the_agent_reuses_variables_until_the_refresh() {
             == Some(want.as_str())),
         "the agent never saw SET GLOBAL max_connections = {want}: {:?}",
         max_connections()
+    );
+    // And once read again, they are kept again.
+    assert!(
+        eventually(Duration::from_secs(10), || statements() == Some(1.0)),
+        "after the SET no sample was the status read alone: {:?}",
+        statements()
     );
 }

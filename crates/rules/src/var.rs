@@ -160,6 +160,11 @@ named_enum! {
         ComRevoke => "com_revoke",
         ComRevokeAll => "com_revoke_all",
         ComRevokeRole => "com_revoke_role",
+        // Setting changes: the agent reads the variables again only after one of these moved
+        // (or the buffer pool's size did), or every `variables_refresh` at the latest.
+        ComSetOption => "com_set_option",
+        ComInstallPlugin => "com_install_plugin",
+        ComUninstallPlugin => "com_uninstall_plugin",
     }
 }
 

@@ -40,8 +40,11 @@ pub struct SampleConfig {
     /// again; their list and definitions are read again only after a schema or grant change.
     #[serde(with = "humantime_serde")]
     pub vector_index_refresh: Duration,
-    /// How long server variables are reused on the same connection before being read again
-    /// (status counters are read every sample); 0 reads them every sample.
+    /// The longest that server variables are reused on the same connection (status counters
+    /// are read every sample). Within it they are read again as soon as the sample's status
+    /// read shows a `SET`, a plugin installed or removed or the buffer pool resized, so 10
+    /// minutes by default bounds only what changes without any of those; 0 reads them every
+    /// sample.
     #[serde(with = "humantime_serde")]
     pub variables_refresh: Duration,
     /// The status counters are judged over the difference from the read about this long ago
@@ -68,7 +71,7 @@ impl Default for SampleConfig {
             timeout: Duration::from_secs(5),
             window: Duration::from_secs(1),
             vector_index_refresh: Duration::from_secs(600),
-            variables_refresh: Duration::from_secs(60),
+            variables_refresh: Duration::from_secs(600),
             status_window: Duration::from_secs(60),
             innodb_refresh: Duration::from_secs(1800),
             transactions_refresh: Duration::from_secs(600),

@@ -59,15 +59,16 @@ pub struct MariadbOptions {
 /// handshake, authentication, a thread) than a whole sample's statements, and the `SHOW` form
 /// of the variables ~10× what `SELECT @@...` of the same names does (see `server.rs`).
 ///
-/// The variables themselves are kept for `variables_refresh` on the same connection: they
-/// change only by `SET GLOBAL` (a restart drops the connection, and a new connection reads
-/// them again), while the status counters are read every sample. That leaves one statement
-/// per steady sample.
+/// The variables themselves are kept on the same connection while the status read, the
+/// sample's first statement there, shows no setting change ([`server::SETTING_CHANGES`]:
+/// any `SET`, a plugin installed or removed, the buffer pool resized), and for
+/// `variables_refresh` at the longest (a restart drops the connection, and a new connection
+/// reads them again). That leaves one statement per steady sample.
 #[derive(Debug, Clone, Default)]
 pub struct Reuse {
     kept: std::sync::Arc<std::sync::Mutex<Kept>>,
-    /// How long variables read on a kept connection are used before being read again; zero
-    /// reads them every sample.
+    /// The longest that variables read on a kept connection are used before being read again;
+    /// zero reads them every sample.
     pub variables_refresh: Duration,
 }
 
@@ -78,12 +79,35 @@ struct Kept {
     /// (the agent's deadline) drops it.
     session: Option<(Session, String)>,
     plan: Option<server::VarPlan>,
-    /// The last variables read and when; only used on the connection that read them.
-    variables: Option<(Instant, BTreeMap<String, String>)>,
+    /// The last variables read; only used on the connection that read them.
+    variables: Option<KeptVariables>,
+}
+
+#[derive(Debug, Clone)]
+struct KeptVariables {
+    at: Instant,
+    values: BTreeMap<String, String>,
+    /// The setting-change mark of the status read just before them; `None` when they were
+    /// read first (a new connection): a `SET` between the two reads would go unseen, so they
+    /// hold only until the next sample.
+    mark: Option<server::ChangeMark>,
+}
+
+impl KeptVariables {
+    /// Still the server's variables, judged by the status read `now`.
+    fn hold_at(&self, now: &BTreeMap<String, String>) -> bool {
+        match (
+            &self.mark,
+            server::ChangeMark::of(now, &server::SETTING_CHANGES),
+        ) {
+            (Some(then), Some(now)) => then.unchanged_at(&now),
+            _ => false,
+        }
+    }
 }
 
 impl Reuse {
-    /// Nothing kept yet; variables are reused for `variables_refresh`.
+    /// Nothing kept yet; variables are reused for `variables_refresh` at the longest.
     pub fn new(variables_refresh: Duration) -> Reuse {
         Reuse {
             kept: Default::default(),
@@ -120,15 +144,19 @@ impl Reuse {
     }
 
     /// Variables read less than `variables_refresh` ago.
-    fn fresh_variables(&self) -> Option<BTreeMap<String, String>> {
+    fn fresh_variables(&self) -> Option<KeptVariables> {
         let k = self.kept.lock().ok()?;
-        let (at, v) = k.variables.as_ref()?;
-        still_fresh(*at, self.variables_refresh).then(|| v.clone())
+        let v = k.variables.as_ref()?;
+        still_fresh(v.at, self.variables_refresh).then(|| v.clone())
     }
 
-    fn store_variables(&self, v: &BTreeMap<String, String>) {
+    fn store_variables(&self, values: &BTreeMap<String, String>, mark: Option<server::ChangeMark>) {
         if let Ok(mut k) = self.kept.lock() {
-            k.variables = Some((Instant::now(), v.clone()));
+            k.variables = Some(KeptVariables {
+                at: Instant::now(),
+                values: values.clone(),
+                mark,
+            });
         }
     }
 }
@@ -150,14 +178,14 @@ struct CachedIndexes {
     at: Instant,
     indexes: Vec<powerdiag_rules::VectorIndex>,
     listing: Option<vector::Listing>,
-    mark: Option<vector::SchemaMark>,
+    mark: Option<server::ChangeMark>,
 }
 
 /// Vector indexes listed earlier, shared between samples. After `refresh` their sizes and row
 /// estimates are read again; the list itself (InnoDB's dictionary, whose read costs the server
 /// per table on it: 12–17 ms at 10,000 tables) and the indexes' definitions are read again only
 /// when the server's schema-change or grant counters moved or it restarted (see
-/// [`vector::SchemaMark`]).
+/// [`server::ChangeMark`]).
 #[derive(Debug, Clone)]
 pub struct VectorCache {
     pub refresh: Duration,
@@ -182,7 +210,7 @@ impl VectorCache {
     /// mark at this sample).
     fn unchanged(
         &self,
-        now: Option<&vector::SchemaMark>,
+        now: Option<&server::ChangeMark>,
     ) -> Option<(vector::Listing, Vec<powerdiag_rules::VectorIndex>)> {
         let guard = self.last.lock().ok()?;
         let c = guard.as_ref()?;
@@ -197,7 +225,7 @@ impl VectorCache {
         &self,
         v: &[powerdiag_rules::VectorIndex],
         listing: Option<vector::Listing>,
-        mark: Option<vector::SchemaMark>,
+        mark: Option<server::ChangeMark>,
     ) {
         if let Ok(mut guard) = self.last.lock() {
             *guard = Some(CachedIndexes {
@@ -446,15 +474,19 @@ async fn server_facts(
     kept_connection: bool,
     read_status: bool,
 ) -> Result<MariadbFacts, DbError> {
-    let kept = match reuse {
-        Some(r) if kept_connection => r.fresh_variables(),
+    // On a kept connection the status read comes first: it tells whether the kept variables
+    // still hold, and if it fails, the kept connection is what failed (a restarted server), and
+    // the caller reconnects.
+    let status_first = match reuse {
+        Some(_) if kept_connection && read_status => Some(server::read_status(s).await?),
         _ => None,
     };
-    // With kept variables the status read is the sample's first statement: if it fails, the
-    // kept connection is what failed (a restarted server), and the caller reconnects.
-    let first_is_status = kept.is_some();
+    let kept = match (reuse, &status_first) {
+        (Some(r), Some(status)) => r.fresh_variables().filter(|k| k.hold_at(status)),
+        _ => None,
+    };
     let variables = match kept {
-        Some(v) => v,
+        Some(k) => k.values,
         None => {
             let planned = match reuse.and_then(Reuse::plan) {
                 Some(plan) => server::read_variables_planned(s, &plan).await?,
@@ -471,7 +503,10 @@ async fn server_facts(
                 }
             };
             if let Some(reuse) = reuse {
-                reuse.store_variables(&v);
+                let mark = status_first
+                    .as_ref()
+                    .and_then(|st| server::ChangeMark::of(st, &server::SETTING_CHANGES));
+                reuse.store_variables(&v, mark);
             }
             v
         }
@@ -517,13 +552,14 @@ async fn server_facts(
     } else if s.exec("SET SESSION TRANSACTION READ ONLY").await.is_ok() {
         s.guarded = Some(s.timeout());
     }
-    let status = if !read_status {
+    let status = if let Some(st) = status_first {
+        st
+    } else if !read_status {
         // Doctor's window: read later, after its other statements (`finish`).
         Default::default()
     } else {
         match server::read_status(s).await {
             Ok(st) => st,
-            Err(e) if first_is_status => return Err(e),
             Err(e) => {
                 notes.push(format!("global status unavailable: {}", e.message));
                 Default::default()
@@ -620,7 +656,7 @@ fn s_timeout_secs(s: &Session) -> f64 {
 
 #[cfg(test)]
 mod reuse_tests {
-    use std::time::{Duration, Instant};
+    use super::*;
 
     /// A read a sample interval old is due at a reuse equal to that interval, even when the
     /// next sample looks a little early; a clearly recent one is reused; zero never is.
@@ -632,12 +668,64 @@ mod reuse_tests {
                 .unwrap()
         };
         let minute = Duration::from_secs(60);
+        assert!(!still_fresh(ago(59_990), minute), "a few ms short of due");
+        assert!(!still_fresh(ago(57_500), minute));
+        assert!(still_fresh(ago(50_000), minute));
+        assert!(!still_fresh(ago(0), Duration::ZERO));
+    }
+
+    fn status(set: &str, pages: &str) -> BTreeMap<String, String> {
+        let mut m: BTreeMap<String, String> = server::SETTING_CHANGES
+            .iter()
+            .map(|v| (v.name().to_owned(), "3".to_owned()))
+            .collect();
+        m.insert("uptime".into(), "100".into());
+        m.insert("com_set_option".into(), set.into());
+        m.insert("innodb_buffer_pool_pages_total".into(), pages.into());
+        m
+    }
+
+    fn kept(mark: Option<&BTreeMap<String, String>>) -> KeptVariables {
+        KeptVariables {
+            at: Instant::now(),
+            values: BTreeMap::new(),
+            mark: mark.and_then(|st| server::ChangeMark::of(st, &server::SETTING_CHANGES)),
+        }
+    }
+
+    /// Kept variables hold while no `SET`, plugin change or buffer pool resize shows in the
+    /// status read; variables read before the status (a new connection) hold for no sample.
+    #[test]
+    fn kept_variables_hold_until_a_setting_may_have_changed() {
+        let then = status("40", "8192");
+        assert!(kept(Some(&then)).hold_at(&status("40", "8192")));
+        assert!(!kept(Some(&then)).hold_at(&status("41", "8192")), "a SET");
         assert!(
-            !super::still_fresh(ago(59_990), minute),
-            "a few ms short of due"
+            !kept(Some(&then)).hold_at(&status("40", "4096")),
+            "the buffer pool resized"
         );
-        assert!(!super::still_fresh(ago(57_500), minute));
-        assert!(super::still_fresh(ago(50_000), minute));
-        assert!(!super::still_fresh(ago(0), Duration::ZERO));
+        let mut plugin = status("40", "8192");
+        plugin.insert("com_install_plugin".into(), "4".into());
+        assert!(!kept(Some(&then)).hold_at(&plugin), "a plugin installed");
+        let mut unreadable = status("40", "8192");
+        unreadable.remove("com_uninstall_plugin");
+        assert!(!kept(Some(&then)).hold_at(&unreadable), "a counter missing");
+        assert!(
+            !kept(None).hold_at(&then),
+            "read before the status: no mark"
+        );
+    }
+
+    /// `variables_refresh` bounds the reuse whatever the counters say.
+    #[test]
+    fn kept_variables_expire_after_the_refresh() {
+        let reuse = Reuse::new(Duration::from_secs(600));
+        reuse.store_variables(&BTreeMap::new(), None);
+        assert!(reuse.fresh_variables().is_some());
+        let zero = reuse.with_variables_refresh(Duration::ZERO);
+        assert!(
+            zero.fresh_variables().is_none(),
+            "0 reads them every sample"
+        );
     }
 }

@@ -9,8 +9,9 @@
 //! that first read which of the names this server has and afterwards selects exactly those
 //! ([`VarPlan`]): `@@name` fails for a variable the server does not have (`mhnsw_*` before
 //! 11.7, `query_cache_type` on MySQL 8), so the list must follow the server. On a kept
-//! connection it reuses them for `variables_refresh` (`Reuse`), so most samples send only the
-//! status read.
+//! connection it reuses them while the status read shows no setting change
+//! ([`SETTING_CHANGES`]; `variables_refresh` at the longest, `Reuse`), so most samples send
+//! only the status read.
 //!
 //! The status read has no cheap form. Every way of reading a status counter (`SHOW GLOBAL
 //! STATUS` with `WHERE` or `LIKE`, `information_schema.GLOBAL_STATUS`,
@@ -29,6 +30,49 @@ use std::collections::BTreeMap;
 use powerdiag_rules::{DbError, StatusVar, Var};
 
 use super::session::{Session, TextRow, sql_str, tcol, text_rows};
+
+/// The server's uptime and some of its counters, from one status read: what changes only when
+/// one of those counters moves (or the server restarts) is unchanged while the mark is. The
+/// agent keeps the vector indexes' list by [`super::vector::SCHEMA_CHANGES`] and the variables
+/// by [`SETTING_CHANGES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChangeMark {
+    uptime: u64,
+    counters: Vec<u64>,
+}
+
+impl ChangeMark {
+    /// The mark in a status read; `None` when a counter is missing or unreadable (then what it
+    /// guards is always read again).
+    pub(crate) fn of(status: &BTreeMap<String, String>, counters: &[StatusVar]) -> Option<Self> {
+        let num = |v: StatusVar| status.get(v.name())?.trim().parse::<u64>().ok();
+        Some(ChangeMark {
+            uptime: num(StatusVar::Uptime)?,
+            counters: counters.iter().map(|v| num(*v)).collect::<Option<_>>()?,
+        })
+    }
+
+    /// True when `now` is the same server run with nothing changed since `self`: the same
+    /// counters (any difference, a reset by `FLUSH STATUS` included, is a change) and an
+    /// uptime that did not go back (a restart).
+    pub(crate) fn unchanged_at(&self, now: &ChangeMark) -> bool {
+        self.counters == now.counters && now.uptime >= self.uptime
+    }
+}
+
+/// What moves when a global variable may have changed: `Com_set_option` counts every `SET`
+/// statement (`SET GLOBAL` among them, from any session, a stored routine or an event
+/// included), `Com_install_plugin` and `Com_uninstall_plugin` plugins (and `INSTALL SONAME`)
+/// that add or remove variables, and the buffer pool's page count moves when InnoDB resizes it,
+/// which MariaDB 11.8 may do by itself under memory pressure (`innodb_buffer_pool_size_auto_min`).
+/// A session's own `SET` moves the first counter too, so on a server whose clients send `SET
+/// NAMES` or `SET autocommit` the variables are simply read every sample, as before.
+pub(crate) const SETTING_CHANGES: [StatusVar; 4] = [
+    StatusVar::ComSetOption,
+    StatusVar::ComInstallPlugin,
+    StatusVar::ComUninstallPlugin,
+    StatusVar::InnodbBufferPoolPagesTotal,
+];
 
 /// Which of [`Var::ALL`] a server has, learned from a `SHOW GLOBAL VARIABLES` read of that
 /// server version. Always starts with [`Var::Version`].

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use powerdiag_rules::{DbError, DbErrorKind, Gathered, StatusVar, Var, VectorIndex};
 
+use super::server::ChangeMark;
 use super::session::{Session, TextRow, col, col_u64, ident, sql_str, tcol, tcol_u64, text_rows};
 use super::{
     VectorCache,
@@ -29,17 +30,11 @@ pub(crate) struct Discovery {
 
 /// The counters that move when a table or index is created, altered, renamed or dropped
 /// (`Com_create_table`, ..., `Com_drop_db`, counted for every session, replication's applier
-/// included) or a privilege is granted or revoked, with the server's uptime. The list of
-/// vector indexes and their definitions change only when one of them does or the server
-/// restarts, and what the agent's user may see of them only with a grant, so the agent reads
-/// the dictionary and the definitions again only then.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SchemaMark {
-    uptime: u64,
-    counters: Vec<u64>,
-}
-
-const SCHEMA_CHANGES: [StatusVar; 12] = [
+/// included) or a privilege is granted or revoked. The list of vector indexes and their
+/// definitions change only when one of them does or the server restarts, and what the agent's
+/// user may see of them only with a grant, so the agent reads the dictionary and the
+/// definitions again only then ([`ChangeMark`]).
+pub(crate) const SCHEMA_CHANGES: [StatusVar; 12] = [
     StatusVar::ComCreateTable,
     StatusVar::ComAlterTable,
     StatusVar::ComDropTable,
@@ -53,28 +48,6 @@ const SCHEMA_CHANGES: [StatusVar; 12] = [
     StatusVar::ComRevokeAll,
     StatusVar::ComRevokeRole,
 ];
-
-impl SchemaMark {
-    /// The mark in a status read; `None` when a counter is missing or unreadable (then the
-    /// dictionary is always read).
-    pub(crate) fn of(status: &BTreeMap<String, String>) -> Option<SchemaMark> {
-        let num = |v: StatusVar| status.get(v.name())?.trim().parse::<u64>().ok();
-        Some(SchemaMark {
-            uptime: num(StatusVar::Uptime)?,
-            counters: SCHEMA_CHANGES
-                .iter()
-                .map(|v| num(*v))
-                .collect::<Option<_>>()?,
-        })
-    }
-
-    /// True when `now` is the same server run with no schema change since `self`: the same
-    /// counters (any difference, a reset by `FLUSH STATUS` included, is a change) and an
-    /// uptime that did not go back (a restart).
-    pub(crate) fn unchanged_at(&self, now: &SchemaMark) -> bool {
-        self.counters == now.counters && now.uptime >= self.uptime
-    }
-}
 
 /// How the vector indexes were listed: what a refresh reads again while no schema changed.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +63,7 @@ pub(crate) enum Listing {
 }
 
 /// An earlier discovery on the same server run with no schema change since (the agent, see
-/// [`SchemaMark`]): how it listed, and its indexes with their definitions.
+/// [`SCHEMA_CHANGES`]): how it listed, and its indexes with their definitions.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Known<'a> {
     pub(crate) listing: &'a Listing,
@@ -762,7 +735,7 @@ impl Part for VectorIndexes {
                 .get(Var::InnodbPageSize.name())
                 .and_then(|p| p.parse().ok());
             let cache = ctx.opts.vector_cache.as_ref();
-            let mark = SchemaMark::of(&ctx.facts.status);
+            let mark = ChangeMark::of(&ctx.facts.status, &SCHEMA_CHANGES);
             // The kept list while it is fresh (not stored again: that would restart its
             // age, and it would never be read again).
             let (discovered, kept) = match cache.and_then(VectorCache::fresh) {
@@ -908,21 +881,21 @@ mod tests {
             m.insert("com_alter_table".into(), alter.into());
             m
         };
-        let then = SchemaMark::of(&status("100", "7")).unwrap();
-        assert!(then.unchanged_at(&SchemaMark::of(&status("400", "7")).unwrap()));
-        assert!(!then.unchanged_at(&SchemaMark::of(&status("400", "8")).unwrap()));
+        let then = ChangeMark::of(&status("100", "7"), &SCHEMA_CHANGES).unwrap();
+        assert!(then.unchanged_at(&ChangeMark::of(&status("400", "7"), &SCHEMA_CHANGES).unwrap()));
+        assert!(!then.unchanged_at(&ChangeMark::of(&status("400", "8"), &SCHEMA_CHANGES).unwrap()));
         assert!(
-            !then.unchanged_at(&SchemaMark::of(&status("50", "7")).unwrap()),
+            !then.unchanged_at(&ChangeMark::of(&status("50", "7"), &SCHEMA_CHANGES).unwrap()),
             "a restart"
         );
         assert!(
-            !then.unchanged_at(&SchemaMark::of(&status("400", "0")).unwrap()),
+            !then.unchanged_at(&ChangeMark::of(&status("400", "0"), &SCHEMA_CHANGES).unwrap()),
             "FLUSH STATUS"
         );
         let mut missing = status("100", "7");
         missing.remove("com_drop_db");
-        assert_eq!(SchemaMark::of(&missing), None);
-        assert_eq!(SchemaMark::of(&status("100", "x")), None);
+        assert_eq!(ChangeMark::of(&missing, &SCHEMA_CHANGES), None);
+        assert_eq!(ChangeMark::of(&status("100", "x"), &SCHEMA_CHANGES), None);
     }
 
     /// The persistent statistics size what they have a row with pages for, by primary key;
