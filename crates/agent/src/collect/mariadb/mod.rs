@@ -89,7 +89,9 @@ struct KeptVariables {
     values: BTreeMap<String, String>,
     /// The setting-change mark of the status read just before them; `None` when they were
     /// read first (a new connection): a `SET` between the two reads would go unseen, so they
-    /// hold only until the next sample.
+    /// hold only until the next sample. (The server counts a `SET` as it starts it, so one
+    /// counted by the status read and applied after the variables read, microseconds later,
+    /// shows at `variables_refresh` at the latest.)
     mark: Option<server::ChangeMark>,
 }
 

@@ -62,11 +62,12 @@ impl ChangeMark {
 
 /// What moves when a global variable may have changed: `Com_set_option` counts every `SET`
 /// statement (`SET GLOBAL` among them, from any session, a stored routine or an event
-/// included), `Com_install_plugin` and `Com_uninstall_plugin` plugins (and `INSTALL SONAME`)
-/// that add or remove variables, and the buffer pool's page count moves when InnoDB resizes it,
-/// which MariaDB 11.8 may do by itself under memory pressure (`innodb_buffer_pool_size_auto_min`).
-/// A session's own `SET` moves the first counter too, so on a server whose clients send `SET
-/// NAMES` or `SET autocommit` the variables are simply read every sample, as before.
+/// included); `Com_install_plugin` and `Com_uninstall_plugin` count the plugins installed and
+/// removed (`INSTALL SONAME` too), which add and remove variables; and the buffer pool's page
+/// count moves when InnoDB resizes it, which MariaDB 11.8 may do by itself under memory
+/// pressure (down to `innodb_buffer_pool_size_auto_min`). A session's own `SET` moves the first
+/// counter too, so on a server whose clients send `SET NAMES` or `SET autocommit` the
+/// variables are simply read every sample, as before.
 pub(crate) const SETTING_CHANGES: [StatusVar; 4] = [
     StatusVar::ComSetOption,
     StatusVar::ComInstallPlugin,
