@@ -56,6 +56,9 @@ pub struct RuleMeta {
     pub scope: Scope,
     /// One line for `powerdiag rules`.
     pub summary: &'static str,
+    /// When it fails, in one line with its limits: the "fails when" column of the generated
+    /// rule table (docs/rules.md).
+    pub fails_when: &'static str,
     /// The Rust type's name; the registry tests check `name` is its kebab-case form.
     pub type_name: &'static str,
     /// Raw doc comment (each line keeps rustdoc's leading space).
@@ -417,6 +420,7 @@ impl Verdict {
 ///     pub struct MhnswCacheUndersized {
 ///         code: "PD101", name: "mhnsw-cache-undersized", severity: Critical, scope: Database,
 ///         summary: "a vector index's graph does not fit mhnsw_max_cache_size",
+///         fails_when: "a vector index's estimated graph is larger than `mhnsw_max_cache_size`",
 ///     }
 /// }
 ///
@@ -432,7 +436,8 @@ macro_rules! declare_rule {
             name: $name:literal,
             severity: $severity:ident,
             scope: $scope:ident,
-            summary: $summary:literal
+            summary: $summary:literal,
+            fails_when: $fails_when:literal
             $(, thresholds: [$($threshold:ident),* $(,)?])?
             $(, impact: [$($impact:ident),* $(,)?])? $(,)?
         }
@@ -448,6 +453,7 @@ macro_rules! declare_rule {
                 severity: $crate::Severity::$severity,
                 scope: $crate::Scope::$scope,
                 summary: $summary,
+                fails_when: $fails_when,
                 type_name: stringify!($Name),
                 doc: concat!($($doc, "\n",)*),
                 thresholds: &[$($($threshold),*)?],

@@ -395,6 +395,7 @@ mod tests {
             severity: crate::Severity::Info,
             scope: crate::Scope::Host,
             summary: "example",
+            fails_when: "never",
             type_name: "Example",
             doc,
             thresholds: &[T],

@@ -17,7 +17,7 @@
 //! table caches, MHNSW vector caches (`mhnsw_max_cache_size` per index, PD101), allocator
 //! overhead. The RAM is the host's `MemTotal`; a cgroup memory limit is not read.
 
-use crate::{Snapshot, Var, Verdict, format_bytes};
+use crate::{Snapshot, Threshold, Unit, Var, Verdict, format_bytes};
 
 /// A connection's packet buffer before it grows (`net_buffer_length`'s default).
 const NET_BUFFER: u64 = 16 << 10;
@@ -130,6 +130,17 @@ pub(crate) fn memory_model(s: &Snapshot) -> Result<MemoryModel, Verdict> {
         max_connections: db.var_u64(Var::MaxConnections)?,
     })
 }
+
+/// PD503's limit on the worst case, also the room the fixes of PD205, PD208 and PD209 size
+/// their growth against (at its default), so that no fix overcommits RAM.
+pub(crate) const MAX_WORST_CASE: Threshold = Threshold {
+    key: "max_worst_case",
+    default: 0.85,
+    min: 0.1,
+    max: 1.0,
+    unit: Unit::Ratio,
+    doc: "global buffers + per-connection buffers × max_connections, as a share of RAM (MySQLTuner: 85%)",
+};
 
 #[cfg(test)]
 mod tests {

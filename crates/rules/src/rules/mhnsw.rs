@@ -63,6 +63,16 @@ impl crate::MariadbFacts {
     }
 }
 
+/// Headroom over the largest graph in the suggested limit.
+pub(crate) const HEADROOM: f64 = 1.5;
+
+/// The limit to recommend for a graph of `graph_bytes`: with headroom, in whole MiB.
+pub(crate) fn suggested_limit(graph_bytes: u64) -> u64 {
+    ((graph_bytes as f64 * HEADROOM) as u64)
+        .div_ceil(1 << 20)
+        .saturating_mul(1 << 20)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

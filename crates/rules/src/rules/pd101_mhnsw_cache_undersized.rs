@@ -1,3 +1,4 @@
+use super::mhnsw::{HEADROOM, suggested_limit};
 use crate::{
     Impact, Limits, Rule, Snapshot, Var, Verdict, declare_rule,
     value::{format_bytes, my_cnf_size, plural},
@@ -47,6 +48,7 @@ declare_rule! {
         severity: Critical,
         scope: Database,
         summary: "a vector index's graph is larger than mhnsw_max_cache_size, so MariaDB discards and rebuilds the whole cache",
+        fails_when: "a vector index's estimated graph is larger than `mhnsw_max_cache_size` (the limit is per index)",
         impact: [CACHE_THRASHES, CACHE_SIZE_ONLY],
     }
 }
@@ -63,16 +65,6 @@ const CACHE_SIZE_ONLY: Impact = Impact {
     factor: 1.05,
     evidence: MHNSW_EVIDENCE,
 };
-
-/// Headroom over the largest graph in the suggested limit.
-const HEADROOM: f64 = 1.5;
-
-/// The limit to recommend for a graph of `graph_bytes`: with headroom, in whole MiB.
-pub(crate) fn suggested_limit(graph_bytes: u64) -> u64 {
-    ((graph_bytes as f64 * HEADROOM) as u64)
-        .div_ceil(1 << 20)
-        .saturating_mul(1 << 20)
-}
 
 impl Rule for MhnswCacheUndersized {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
@@ -171,10 +163,18 @@ impl Rule for MhnswCacheUndersized {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::testing::SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(crate::testing::big_vector_index())
+            .build()
+    }
 
     fn check(s: &Snapshot) -> Verdict {
         verdict(&MhnswCacheUndersized, s)

@@ -1,6 +1,6 @@
 use crate::{
     Gathered, IndexProbe, Limits, Rule, Snapshot, Threshold, Unit, Var, Verdict, declare_rule,
-    rules::pd101_mhnsw_cache_undersized::suggested_limit,
+    rules::mhnsw::suggested_limit,
     value::{format_bytes, my_cnf_size, plural},
 };
 
@@ -41,6 +41,7 @@ declare_rule! {
         severity: Critical,
         scope: Database,
         summary: "probe queries rebuild the MHNSW vector cache again and again",
+        fails_when: "probe queries rebuild the vector cache (≥ 2 rebuilds and ≥ 1 in 10 queries after the first)",
         thresholds: [MIN_REBUILDS, MIN_REBUILD_SHARE, MIN_PROBE_QUERIES],
     }
 }
@@ -267,6 +268,15 @@ pub(crate) mod tests {
     use crate::testing::verdict;
     use crate::{Probe, ProbeQuery, Status, testing::*};
 
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::testing::SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .vector_index(crate::testing::big_vector_index())
+            .probe(thrashing_probe())
+            .build()
+    }
+
     fn q(latency_us: u64, rebuild: bool, rnd: u64, repeat: bool) -> ProbeQuery {
         ProbeQuery {
             latency_us,
@@ -306,7 +316,7 @@ pub(crate) mod tests {
     }
 
     fn snapshot(p: Probe) -> Snapshot {
-        SnapshotBuilder::new()
+        crate::testing::SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .vector_index(big_vector_index())
             .probe(p)

@@ -48,6 +48,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "probe queries' dominant stages spend most of their time stalled off the CPU",
+        fails_when: "a probe query's dominant stage spends > 50% of its duration off the CPU",
         thresholds: [MAX_STALL_SHARE, MIN_STAGE_US, MIN_PROFILES, MARGIN],
     }
 }
@@ -243,6 +244,14 @@ pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Probe, ProfileStage, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::testing::SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .probe(stalled_probe())
+            .build()
+    }
 
     fn stage(status: &str, duration_us: u64, cpu_user_us: u64) -> ProfileStage {
         ProfileStage {

@@ -28,6 +28,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "InnoDB page checksums are computed in software instead of with hardware CRC-32C",
+        fails_when: "`innodb_checksum_algorithm` is not a crc32 variant",
     }
 }
 
@@ -56,10 +57,15 @@ impl Rule for InnodbChecksumSoftware {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::old_server()
+    }
 
     fn check(value: Option<&str>) -> Verdict {
         let b = SnapshotBuilder::new().mariadb("10.11.14-MariaDB");

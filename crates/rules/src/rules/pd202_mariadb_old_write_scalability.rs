@@ -24,6 +24,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "MariaDB older than 10.3.4 on a many-core host misses the write-scalability fixes",
+        fails_when: "MariaDB older than 10.3.4 on a host with ≥ 16 hardware threads",
         thresholds: [MIN_THREADS],
         impact: [VERSION_DIFFERS],
     }
@@ -82,10 +83,15 @@ impl Rule for MariadbOldWriteScalability {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::old_server()
+    }
 
     fn check(version: &str, threads: Option<u32>) -> Verdict {
         let s = SnapshotBuilder::new()

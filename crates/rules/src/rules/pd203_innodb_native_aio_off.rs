@@ -32,6 +32,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "InnoDB does not use the kernel's asynchronous I/O",
+        fails_when: "Linux with `innodb_use_native_aio=OFF` (AIX: AIO is always simulated)",
     }
 }
 
@@ -69,10 +70,15 @@ impl Rule for InnodbNativeAioOff {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::old_server()
+    }
 
     fn check(os: &str, aio: &str) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -35,6 +35,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "performance_schema is off, so statement-level checks cannot run",
+        fails_when: "`performance_schema=OFF` (statement checks need it; enabling needs a restart)",
     }
 }
 
@@ -54,10 +55,15 @@ impl Rule for PerformanceSchemaOff {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::old_server()
+    }
 
     #[test]
     fn verdicts() {

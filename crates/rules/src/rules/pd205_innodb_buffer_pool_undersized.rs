@@ -9,7 +9,7 @@ use crate::{
 use super::{
     fix::{restart_with, set_global},
     memory::memory_model,
-    pd503_memory_overcommitted::MAX_WORST_CASE,
+    memory::MAX_WORST_CASE,
 };
 
 declare_rule! {
@@ -53,6 +53,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the InnoDB buffer pool is smaller than the data and reads miss it",
+        fails_when: "InnoDB data + indexes (`mysql.innodb_table_stats`) exceed `innodb_buffer_pool_size` **and** > 1% of page requests miss the pool over the window *(heuristic)*",
         thresholds: [MAX_MISS_RATIO, MIN_READ_REQUESTS, MIN_UPTIME],
     }
 }
@@ -202,12 +203,17 @@ fn remedy(s: &Snapshot, pool: u64, data: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn busy(reads: &str) -> SnapshotBuilder {
         SnapshotBuilder::new()

@@ -43,6 +43,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the InnoDB redo log is too small for the write rate",
+        fails_when: "checkpoint age > 80% of its maximum, or more redo per hour (window ≥ 60 s) than `innodb_log_file_size` (PMM)",
         thresholds: [MAX_CHECKPOINT_AGE, MIN_WINDOW, MIN_UPTIME],
     }
 }
@@ -186,12 +187,17 @@ fn remedy(db: &crate::MariadbFacts, log: u64, per_hour: Option<f64>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(age: &str, window: f64, lsn_start: &str) -> crate::Snapshot {
         SnapshotBuilder::new()

@@ -32,6 +32,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "transactions wait for the InnoDB log buffer to be written",
+        fails_when: "`Innodb_log_waits` grew over a window that wrote at least one log buffer of redo",
         thresholds: [MAX_WAITS, MIN_UPTIME],
     }
 }
@@ -90,12 +91,17 @@ impl Rule for InnodbLogWaits {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(waits_start: &str, lsn_start: &str) -> crate::Snapshot {
         SnapshotBuilder::new()

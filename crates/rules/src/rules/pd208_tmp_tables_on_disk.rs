@@ -6,7 +6,7 @@ use crate::{
     value::my_cnf_size,
 };
 
-use super::{fix::set_global, memory::memory_model, pd503_memory_overcommitted::MAX_WORST_CASE};
+use super::{fix::set_global, memory::memory_model, memory::MAX_WORST_CASE};
 
 declare_rule! {
     /// ### What it does
@@ -38,6 +38,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "internal temporary tables spill to disk",
+        fails_when: "> 25% of internal temporary tables go to disk over the window (MySQLTuner)",
         thresholds: [MAX_DISK_SHARE, MIN_TMP_TABLES, MIN_UPTIME],
     }
 }
@@ -142,12 +143,17 @@ fn remedy(s: &Snapshot, limit: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(disk_start: &str) -> SnapshotBuilder {
         SnapshotBuilder::new()

@@ -2,7 +2,7 @@ use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict, declare_rule, os::pct,
 };
 
-use super::{fix::set_global, memory::memory_model, pd503_memory_overcommitted::MAX_WORST_CASE};
+use super::{fix::set_global, memory::memory_model, memory::MAX_WORST_CASE};
 
 declare_rule! {
     /// ### What it does
@@ -39,6 +39,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "connections reach max_connections",
+        fails_when: "connections refused at the limit, or open / most-ever-open connections ≥ 85% of `max_connections` (MySQLTuner)",
         thresholds: [MAX_USED_SHARE],
     }
 }
@@ -155,12 +156,17 @@ impl Rule for ConnectionsNearLimit {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(connected: &str, max_used: &str, refused: &str) -> SnapshotBuilder {
         SnapshotBuilder::new()

@@ -36,6 +36,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "new connections create new threads instead of reusing cached ones",
+        fails_when: "> 50% of new connections create a thread over the window (MySQLTuner); not under the thread pool",
         thresholds: [MAX_CREATED_SHARE, MIN_CONNECTIONS, MIN_UPTIME],
     }
 }
@@ -108,12 +109,17 @@ impl Rule for ThreadCacheIneffective {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(cache: &str, created_start: &str) -> SnapshotBuilder {
         SnapshotBuilder::new()

@@ -41,6 +41,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "tables are reopened because the table caches are too small",
+        fails_when: "> 20% of table opens miss `table_open_cache`, or a full `table_definition_cache` re-reads definitions, or `Open_files` > 85% of `open_files_limit` *(heuristic)*",
         thresholds: [MAX_MISS_SHARE, MAX_OPEN_FILES_SHARE, MIN_LOOKUPS, MIN_UPTIME],
     }
 }
@@ -173,12 +174,17 @@ impl Rule for TableCacheMisses {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(misses_start: &str, defs_start: &str) -> SnapshotBuilder {
         SnapshotBuilder::new()

@@ -41,6 +41,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the query cache is on and costs more than it saves",
+        fails_when: "the query cache is on and answers < 20% of SELECTs, prunes > 98 a day, or is > 128 MiB (MySQLTuner, pt-variable-advisor)",
         thresholds: [MAX_SIZE, MIN_EFFICIENCY, MAX_PRUNES_PER_DAY, MIN_SELECTS, MIN_UPTIME],
     }
 }
@@ -160,12 +161,17 @@ impl Rule for QueryCacheContention {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn on(hits: &str) -> SnapshotBuilder {
         SnapshotBuilder::new()

@@ -31,6 +31,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "joins scan the joined table without an index",
+        fails_when: "≥ 10 joins without an index and > 250 a day over the window (MySQLTuner)",
         thresholds: [MAX_PER_DAY, MIN_JOINS, MIN_SELECTS, MIN_UPTIME],
     }
 }
@@ -91,12 +92,17 @@ impl Rule for JoinsWithoutIndex {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn server(full_start: &str) -> crate::Snapshot {
         SnapshotBuilder::new()

@@ -34,6 +34,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "an old open transaction holds back InnoDB purge",
+        fails_when: "a transaction open > 1 h (`INNODB_TRX`) or a history list > 100,000 (MySQLTuner) *(heuristic)*",
         thresholds: [MAX_TRANSACTION_AGE, MAX_HISTORY_LENGTH],
     }
 }
@@ -160,12 +161,17 @@ impl Rule for LongTransaction {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         OpenTransaction, Status, Transactions,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     fn trx(age: u64) -> Transactions {
         Transactions {

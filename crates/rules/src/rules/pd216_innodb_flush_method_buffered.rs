@@ -27,6 +27,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "InnoDB data files go through the OS page cache: pages are cached twice",
+        fails_when: "Linux and InnoDB data files buffered (`innodb_data_file_buffering=ON` on 11.x; else `innodb_flush_method` not `O_DIRECT*`)",
     }
 }
 
@@ -87,12 +88,17 @@ impl Rule for InnodbFlushMethodBuffered {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     #[test]
     fn verdicts() {

@@ -41,6 +41,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "mariadbd runs on AIX's default 4 KB pages; 64 KB pages were ~40% faster",
+        fails_when: "AIX and mariadbd's data, text or stack segment runs on 4 KB pages (`ps -Z` columns), or, when those cannot be read, its environment has no `LDR_CNTRL` asking for 64 KB data pages",
         impact: [PAGE_SIZE],
     }
 }
@@ -170,10 +171,15 @@ fn data_page_size(ldr_cntrl: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::testing::SnapshotBuilder::new().aix().build()
+    }
 
     fn check(edit: impl FnOnce(&mut ProcessFacts)) -> Verdict {
         let s = SnapshotBuilder::new().aix().process(edit).build();

@@ -39,6 +39,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "mariadbd's large memory is mapped with 4 KiB pages only, so TLB misses dominate pointer-chasing work",
+        fails_when: "Linux, 4 KiB base pages, mariadbd > 1 GiB resident with ~no huge pages (THP never, or madvise/always with `AnonHugePages` ≈ 0) *(heuristic)*",
         thresholds: [MIN_RSS, MIN_HUGE_SHARE],
     }
 }
@@ -140,10 +141,15 @@ impl Rule for SmallPagesLinux {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn check(edit: impl FnOnce(&mut crate::OsFacts)) -> Verdict {
         let s = SnapshotBuilder::new().os(edit).build();

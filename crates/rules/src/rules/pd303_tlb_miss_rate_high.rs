@@ -23,6 +23,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "mariadbd misses the data TLB often: its pages are too small for its working set",
+        fails_when: "hardware counters show > 1 dTLB miss per 1,000 instructions in mariadbd *(heuristic)*",
         thresholds: [MAX_PER_1K, MIN_INSTRUCTIONS],
     }
 }
@@ -87,10 +88,15 @@ impl Rule for TlbMissRateHigh {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, PerfCounters, PerfEvent, Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn check(instructions: Option<u64>, misses: Option<u64>) -> Verdict {
         let ev = |name: &str, value: Option<u64>| PerfEvent {

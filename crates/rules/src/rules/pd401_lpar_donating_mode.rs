@@ -1,3 +1,4 @@
+use super::lpar::describe;
 use crate::{Impact, Limits, Rule, Snapshot, Verdict, declare_rule};
 
 declare_rule! {
@@ -24,6 +25,7 @@ declare_rule! {
         severity: Critical,
         scope: Host,
         summary: "a dedicated PowerVM partition donates its idle cycles, adding latency to every burst",
+        fails_when: "dedicated PowerVM partition donating idle cycles (`DedDonMode=1`, perfstat `donate_enabled`)",
         impact: [DONATING],
     }
 }
@@ -53,29 +55,16 @@ impl Rule for LparDonatingMode {
     }
 }
 
-/// `dedicated, capped, donating, entitlement 21.00, 21 virtual processors`.
-pub(crate) fn describe(p: &crate::PartitionFacts) -> String {
-    let mut parts = vec![
-        if p.shared { "shared" } else { "dedicated" }.to_owned(),
-        if p.capped { "capped" } else { "uncapped" }.to_owned(),
-    ];
-    if p.donating {
-        parts.push("donating".into());
-    }
-    if let Some(e) = p.entitled_capacity {
-        parts.push(format!("entitlement {e:.2}"));
-    }
-    if let Some(v) = p.online_vcpus {
-        parts.push(format!("{v} virtual processors"));
-    }
-    format!("partition: {}", parts.join(", "))
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::power_partition(false, true, true, 21.0, 21, 84, 4)
+    }
 
     fn check(p: crate::PartitionFacts) -> Verdict {
         let s = SnapshotBuilder::new()

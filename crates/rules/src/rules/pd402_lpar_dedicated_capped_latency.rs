@@ -1,6 +1,6 @@
 use crate::{
     Impact, Limits, Rule, Snapshot, Verdict, declare_rule,
-    rules::pd401_lpar_donating_mode::describe,
+    rules::lpar::describe,
 };
 
 declare_rule! {
@@ -31,6 +31,7 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "a dedicated capped partition runs at nominal frequency without the boost shared partitions get",
+        fails_when: "dedicated capped partition at nominal frequency (no boost for single queries)",
         impact: [PARTITION_MODE],
     }
 }
@@ -91,10 +92,21 @@ impl Rule for LparDedicatedCappedLatency {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        let mut s = crate::rules::examples::power_partition(false, true, false, 21.0, 21, 84, 4);
+        if let crate::Gathered::Available(o) = &mut s.os
+            && let crate::Gathered::Available(c) = &mut o.cpu
+        {
+            c.effective_mhz = c.nominal_mhz;
+        }
+        s
+    }
 
     fn check(p: crate::PartitionFacts, effective: Option<f64>) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -48,6 +48,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "the hypervisor takes a significant share of CPU time or scatters dispatches",
+        fails_when: "steal > 5% of CPU time, dispatch dispersions > 30% or far dispatches > 10% *(heuristic)*",
         thresholds: [MAX_STEAL, MAX_DISPERSIONS, MAX_FAR, MAX_INVOLUNTARY, MIN_WINDOW_TICKS],
     }
 }
@@ -210,10 +211,15 @@ fn window_secs(basis: &str) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{CpuTime, Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn check(steal: f64, p: Option<crate::PartitionFacts>) -> Verdict {
         let s = SnapshotBuilder::new()

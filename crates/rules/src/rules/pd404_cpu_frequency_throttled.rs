@@ -31,6 +31,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "the CPU runs well below its nominal frequency under load",
+        fails_when: "effective frequency < 90% of nominal while ≥ 50% busy *(heuristic)*",
         thresholds: [MIN_RATIO, MIN_BUSY],
         impact: [FREQUENCY],
     }
@@ -119,10 +120,15 @@ impl Rule for CpuFrequencyThrottled {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn check(current: Option<f64>, busy: f64) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -26,6 +26,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "simultaneous multithreading is off on a POWER host",
+        fails_when: "POWER host with SMT off",
         impact: [SMT_OFF, SMT_LEVEL],
     }
 }
@@ -69,10 +70,15 @@ impl Rule for SmtDisabled {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::power_partition(true, false, false, 3.0, 12, 20, 1)
+    }
 
     fn check(threads: u32, smt: u32) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -28,6 +28,7 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "the POWER prefetch depth (DSCR) is at its default; DSCR=1 helped read-heavy work by ~10%",
+        fails_when: "POWER host with DSCR 0 (default prefetch depth)",
     }
 }
 
@@ -48,10 +49,15 @@ impl Rule for DscrDefault {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::power_partition(false, true, true, 21.0, 21, 84, 4)
+    }
 
     #[test]
     fn verdicts() {

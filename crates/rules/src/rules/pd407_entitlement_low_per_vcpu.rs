@@ -1,6 +1,6 @@
 use crate::{
     Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule,
-    rules::pd401_lpar_donating_mode::describe,
+    rules::lpar::describe,
 };
 
 declare_rule! {
@@ -27,6 +27,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "a shared partition's entitlement is spread thin over its virtual processors",
+        fails_when: "shared partition with < 0.6 entitled processor units per virtual processor *(heuristic)*",
         thresholds: [MIN_PER_VCPU],
     }
 }
@@ -73,10 +74,15 @@ impl Rule for EntitlementLowPerVcpu {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::power_partition(true, false, false, 3.0, 12, 20, 1)
+    }
 
     fn check(p: crate::PartitionFacts) -> Verdict {
         let s = SnapshotBuilder::new()

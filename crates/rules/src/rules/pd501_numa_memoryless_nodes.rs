@@ -24,6 +24,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "NUMA nodes with CPUs but no memory (or badly unbalanced memory) force remote accesses",
+        fails_when: "a NUMA node has CPUs but no memory, or memory differs > 2× between nodes *(heuristic)*",
         thresholds: [MAX_IMBALANCE],
     }
 }
@@ -120,10 +121,15 @@ impl Rule for NumaMemorylessNodes {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, NumaNode, Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn check(mem: &[u64]) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -27,6 +27,7 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "the hot data is larger than the L3 cache of mariadbd's CPUs: expect memory-bound speed",
+        fails_when: "the largest vector graph (or buffer-pool data) exceeds the L3 of mariadbd's CPUs",
         impact: [CORES, CORES_MAX],
     }
 }
@@ -106,10 +107,15 @@ impl Rule for WorkingSetExceedsL3 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     #[test]
     fn vector_graph_against_l3() {

@@ -5,7 +5,7 @@ use crate::{
 
 use super::{
     fix::{mib_floor, set_global},
-    memory::{MemoryModel, memory_model},
+    memory::{MAX_WORST_CASE, MemoryModel, memory_model},
 };
 
 declare_rule! {
@@ -53,18 +53,11 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the server's buffers can outgrow the host's RAM",
+        fails_when: "global buffers + per-connection buffers × `max_connections` > 85% of RAM, or the buffer pool alone > 90% (MySQLTuner's formula without `max_allowed_packet`)",
         thresholds: [MAX_WORST_CASE, MAX_BUFFER_POOL],
     }
 }
 
-pub(crate) const MAX_WORST_CASE: Threshold = Threshold {
-    key: "max_worst_case",
-    default: 0.85,
-    min: 0.1,
-    max: 1.0,
-    unit: Unit::Ratio,
-    doc: "global buffers + per-connection buffers × max_connections, as a share of RAM (MySQLTuner: 85%)",
-};
 const MAX_BUFFER_POOL: Threshold = Threshold {
     key: "max_buffer_pool",
     default: 0.90,
@@ -191,12 +184,17 @@ fn remedy(m: &MemoryModel, s: &Snapshot, max_share: f64, max_pool: f64) -> Strin
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         Status,
         testing::{SnapshotBuilder, verdict},
     };
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::everyday_pitfalls()
+    }
 
     #[test]
     fn a_default_server_passes() {

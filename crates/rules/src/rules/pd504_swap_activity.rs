@@ -29,6 +29,7 @@ declare_rule! {
         severity: Critical,
         scope: Host,
         summary: "the host swaps, or mariadbd has memory in swap",
+        fails_when: "pages swapped in or out during the window (`/proc/vmstat`), or mariadbd has memory in swap (`VmSwap`); since-boot counters alone decide nothing",
         thresholds: [MIN_SWAP_PAGES, MAX_VMSWAP],
     }
 }
@@ -134,9 +135,14 @@ impl Rule for SwapActivity {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn with(pages: (u64, u64), basis: &str, vmswap: Option<u64>) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -29,6 +29,7 @@ declare_rule! {
         severity: Info,
         scope: Host,
         summary: "mariadbd on AIX was built with GCC; the Open XL build was 3× faster per query",
+        fails_when: "AIX and mariadbd has GCC's C++ runtime loaded (`libstdc++`/`libgcc_s`, AIX Toolbox) rather than Open XL's `libc++` (`procldd`)",
         impact: [COMPILER],
     }
 }
@@ -69,10 +70,15 @@ impl Rule for AixGccBuild {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::verdict;
     use crate::{Gathered, ProcessFacts, Status, testing::SnapshotBuilder};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::testing::SnapshotBuilder::new().aix().build()
+    }
 
     fn check(edit: impl FnOnce(&mut ProcessFacts)) -> Verdict {
         let s = SnapshotBuilder::new().aix().process(edit).build();

@@ -37,6 +37,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "one per-row lookup runs far more often than the statements around it (N+1 queries)",
+        fails_when: "a per-row lookup (`WHERE … = ?`, ≤ 1.5 rows sent) runs ≥ 100 times, ≥ 10× its probable parent listing (or the schema's busiest other statement) and ≥ 20% of all calls *(heuristic)*",
         thresholds: [MIN_CALLS, MIN_CALL_RATIO, MIN_CALL_SHARE, MAX_ROWS_PER_CALL],
     }
 }
@@ -192,10 +193,15 @@ impl Rule for StatementNPlusOne {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::{SnapshotBuilder, digest, verdict};
     use crate::{Status, Var};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::orm_report()
+    }
 
     const LOOKUP: &str =
         "SELECT `id` , `name` , `email` FROM `patchwork_person` WHERE `id` = ? LIMIT ?";

@@ -31,6 +31,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "a statement with a large share of time examines far more rows than it returns",
+        fails_when: "a statement with ≥ 10% of statement time examines ≥ 10,000 rows per call and > 1,000 per row returned *(heuristic)*",
         thresholds: [MIN_TIME_SHARE, MIN_EXAMINED_PER_CALL, MIN_EXAMINED_PER_RETURNED],
     }
 }
@@ -124,7 +125,7 @@ impl Rule for StatementRowsExaminedHigh {
             if upper.contains("COUNT (") || upper.contains("COUNT(") {
                 rem.push_str("  a count that reads every row: count from one indexed table instead of over a JOIN, or precompute it (a counter column or summary table) where an exact live count is not needed\n");
             } else if let Some((table, cols)) =
-                super::pd701_statement_no_index::index_columns(&d.text)
+                super::digest_text::index_columns(&d.text)
             {
                 rem.push_str(&format!(
                     "  an index to try, from the digest text: CREATE INDEX ... ON {table} ({});\n",
@@ -138,10 +139,15 @@ impl Rule for StatementRowsExaminedHigh {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::{SnapshotBuilder, digest, verdict};
     use crate::{Status, Var};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::orm_report()
+    }
 
     const COUNT: &str = "SELECT COUNT ( * ) AS `__count` FROM `patchwork_patch` INNER JOIN `patchwork_project` ON ( `patchwork_patch` . `project_id` = `patchwork_project` . `id` ) WHERE `patchwork_project` . `linkname` = ?";
 

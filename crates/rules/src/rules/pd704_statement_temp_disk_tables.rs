@@ -33,6 +33,7 @@ declare_rule! {
         severity: Info,
         scope: Database,
         summary: "statements write temporary tables to disk or sort in merge passes",
+        fails_when: "a statement with ≥ 5% of statement time writes temporary tables to disk in ≥ 10% of executions or needs ≥ 1 sort merge pass per call *(heuristic)*",
         thresholds: [MIN_TIME_SHARE, MIN_DISK_SHARE, MIN_MERGE_PASSES_PER_CALL],
     }
 }
@@ -136,10 +137,15 @@ impl Rule for StatementTempDiskTables {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testing::{SnapshotBuilder, digest, verdict};
     use crate::{Status, Var};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::orm_report()
+    }
 
     const GROUP: &str = "SELECT `state` , COUNT ( * ) FROM `patchwork_patch` GROUP BY `content`";
 

@@ -29,6 +29,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "a filesystem of the server's datadir, tmpdir or redo log is nearly full",
+        fails_when: "the filesystem of `datadir`, `tmpdir` or the InnoDB log directory has < 10% free (critically low < 5%); a server on this host only",
         thresholds: [MIN_FREE, CRITICAL_FREE],
     }
 }
@@ -125,9 +126,14 @@ impl Rule for DatadirSpaceLow {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn with_free(available: u64, total: u64) -> Verdict {
         let s = SnapshotBuilder::new()

@@ -28,6 +28,7 @@ declare_rule! {
         severity: Warning,
         scope: Host,
         summary: "the device under the server's data is saturated",
+        fails_when: "the device under the server's data was busy > 90% of the window with > 4 requests in flight on average *(heuristic)*",
         thresholds: [MAX_BUSY, MAX_IN_FLIGHT],
     }
 }
@@ -107,9 +108,14 @@ impl Rule for StorageSaturated {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{Gathered, Status, testing::*};
+
+    /// A snapshot on which this rule fails (the registry-wide tests run every rule on its own).
+    pub(crate) fn failing_example() -> crate::Snapshot {
+        crate::rules::examples::linux_host_pitfalls()
+    }
 
     fn with(busy: Option<f64>, queue: Option<f64>) -> Verdict {
         let s = SnapshotBuilder::new()
