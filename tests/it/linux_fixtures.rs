@@ -45,6 +45,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
         taken_at: None,
         roots: Roots::tree(tree),
         sample_window: Duration::ZERO,
+        collectors: Default::default(),
     };
     block_on(collect::collect(&opts, &NoProgress)).0
 }
@@ -156,7 +157,7 @@ fn a_recorded_window_replays_swapping_and_a_saturated_datadir() {
             dirs: &dirs,
         };
         // The requested window is zero: a tree's window is the recorded one.
-        let w = os::begin(roots, server, Duration::ZERO);
+        let w = os::begin(roots, server, Duration::ZERO, &Default::default());
         let (facts, _) = os::finish(w, Duration::ZERO, Duration::from_secs(30));
         let mut snap = Snapshot::new("test");
         snap.os = Gathered::Available(facts);

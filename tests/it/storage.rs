@@ -74,6 +74,7 @@ fn record_sh_records_a_window_and_free_space_that_replay() {
             dirs: &dirs,
         },
         Duration::ZERO,
+        &Default::default(),
     );
     let (facts, _) = os::finish(w, Duration::ZERO, Duration::from_secs(30));
     let window = format!("window {seconds:.2} s");

@@ -14,7 +14,12 @@ fn host_sample(c: &mut Criterion) {
     c.bench_function("host sample, live", |b| {
         b.iter(|| {
             black_box(os::finish(
-                os::begin(&live, os::ServerProcess::Unknown, Duration::ZERO),
+                os::begin(
+                    &live,
+                    os::ServerProcess::Unknown,
+                    Duration::ZERO,
+                    &Default::default(),
+                ),
                 Duration::ZERO,
                 Duration::from_secs(5),
             ))
@@ -26,7 +31,12 @@ fn host_sample(c: &mut Criterion) {
     c.bench_function("host sample, POWER9 96-CPU tree", |b| {
         b.iter(|| {
             black_box(os::finish(
-                os::begin(&tree, os::ServerProcess::Unknown, Duration::ZERO),
+                os::begin(
+                    &tree,
+                    os::ServerProcess::Unknown,
+                    Duration::ZERO,
+                    &Default::default(),
+                ),
                 Duration::ZERO,
                 Duration::from_secs(5),
             ))

@@ -45,9 +45,33 @@ pub enum CollectError {
     /// Any other I/O error, with the path it happened on.
     #[error("{}: {message}", .path.display())]
     Io { path: PathBuf, message: String },
-    /// A failure outside the file system (a command, a library call), in its own words.
-    #[error("{0}")]
-    Other(String),
+    /// The server's process is not on this host, or not one process: `why` says which and
+    /// what to do.
+    #[error("{why}")]
+    ServerProcess { why: String },
+    /// The server did not report `what` the collector needs.
+    #[error("the server did not report {what}")]
+    NotReported { what: String },
+    /// The host did not tell `what` (a system call answered nothing usable).
+    #[error("{what} could not be read")]
+    Unreadable { what: String },
+    /// A SQL statement failed: the driver's classified sentence, and the fix (`hint`) the
+    /// report shows beside it.
+    #[error("{message}")]
+    Database { message: String, hint: String },
+    /// An external command (AIX `ps`, `procldd`, `dscrctl`, `df`) failed or printed what it
+    /// should not.
+    #[error("{message}")]
+    Command { program: String, message: String },
+    /// A system library call (libperfstat) failed.
+    #[error("{message}")]
+    Library { call: &'static str, message: String },
+    /// A collector's worker thread panicked or was cancelled: a bug to report.
+    #[error("{what} failed unexpectedly ({message}); please report this")]
+    Internal { what: String, message: String },
+    /// Several reads of one collector failed, each with its own reason.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<CollectError>),
 }
 
 impl CollectError {
@@ -88,6 +112,14 @@ impl CollectError {
     pub fn skipped(reason: impl Into<String>) -> CollectError {
         CollectError::Skipped {
             reason: reason.into(),
+        }
+    }
+
+    /// A failed statement, as the driver classified it.
+    pub fn database(e: powerdiag_rules::DbError) -> CollectError {
+        CollectError::Database {
+            message: e.message,
+            hint: e.hint,
         }
     }
 

@@ -3,7 +3,19 @@
 
 use powerdiag_rules::HostFacts;
 
-use super::{CollectError, os::Roots};
+use super::{
+    CollectError,
+    collector::{Descriptor, Requires},
+    os::Roots,
+};
+
+/// The `host` collector.
+pub const COLLECTOR: Descriptor = Descriptor {
+    name: "host",
+    help: "OS, architecture, host name, kernel, hardware threads usable, memory, base page size",
+    default_enabled: true,
+    requires: Requires::Nothing,
+};
 
 /// Collects what the platform offers; a fact that cannot be read stays `None`. A recorded
 /// tree takes nothing from the live host: its name, kernel, release and architecture come
@@ -30,9 +42,9 @@ pub fn collect(roots: &Roots) -> Result<HostFacts, CollectError> {
     #[cfg(target_os = "linux")]
     linux::fill(&mut h, roots);
     if h.hostname.is_empty() {
-        return Err(CollectError::Other(
-            "the host name could not be read".into(),
-        ));
+        return Err(CollectError::Unreadable {
+            what: "the host name".into(),
+        });
     }
     Ok(h)
 }

@@ -2,11 +2,15 @@
 //! never fails the others: its part of the snapshot is `Unavailable` with the reason, the
 //! sentence of its [`CollectError`].
 //!
+//! - `collector`: the [`collector::Descriptor`] every collector has, the selection made by
+//!   `--collector.NAME` flags, and `execute`, the one place that runs and times a collector;
 //! - `host`: one collector, run first (the MariaDB collectors compare host names);
-//! - `mariadb`: connect, server facts, vector indexes, statements, probe — each its own run;
+//! - `mariadb`: connect and server facts, then statements, InnoDB, vector indexes, probe —
+//!   each its own run;
 //! - `os`: the sample window around them, one registered collector per section
-//!   (`os::registry`).
+//!   (`os::registry`, named in `os/sections.rs`).
 
+pub mod collector;
 pub(crate) mod error;
 pub mod host;
 pub mod mariadb;
@@ -14,7 +18,7 @@ pub mod os;
 
 pub use error::CollectError;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
@@ -35,6 +39,8 @@ pub struct CollectOptions {
     pub roots: os::Roots,
     /// Shortest OS sample window for rates (steal, counters); zero reads since-boot totals.
     pub sample_window: Duration,
+    /// The collectors turned on or off (`--collector.NAME`, `[collectors]`).
+    pub collectors: collector::Selection,
 }
 
 /// Statistics about a collection that are not facts about the host.
@@ -43,92 +49,95 @@ pub struct CollectStats {
     pub sql_statements: u32,
 }
 
-/// Collects one snapshot: host facts and MariaDB, each timed.
+/// Collects one snapshot, phase by phase: the host; MariaDB's connection and server facts;
+/// the parts read before the windows; the OS and status windows opened together; the parts
+/// read inside them; the connection kept or closed; the OS sections at the window's end.
+/// Every collector runs through [`collector::execute`] (or its async form), timed, as its own
+/// run.
 pub async fn collect(
     opts: &CollectOptions,
     observer: &dyn ProbeObserver,
 ) -> (Snapshot, CollectStats) {
     let mut snap = Snapshot::new(env!("CARGO_PKG_VERSION"));
     snap.taken_at = opts.taken_at.clone();
-    let started = Instant::now();
     let budget = opts.mariadb.timeout.max(OS_MIN_BUDGET);
-    // Files are read on blocking threads, under a deadline: the runtime thread also serves
-    // scrapes, and a /proc read can wait on another process's memory-map lock.
-    let host = {
+    let selection = &opts.collectors;
+
+    // 1. The host. Files are read on blocking threads, under a deadline: the runtime thread
+    //    also serves scrapes, and a /proc read can wait on another process's memory-map lock.
+    let (host, run) = collector::execute_async(&host::COLLECTOR, selection, None, || async {
         let roots = opts.roots.clone();
         let task = tokio::task::spawn_blocking(move || host::collect(&roots));
         match tokio::time::timeout(budget, task).await {
-            Ok(Ok(h)) => h.map_err(|e| e.to_string()),
-            Ok(Err(e)) => Err(format!("the host collector failed: {e}")),
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => Err(CollectError::Internal {
+                what: "the host collector".into(),
+                message: e.to_string(),
+            }),
             Err(_) => Err(CollectError::Timeout {
                 what: "reading the host facts".into(),
                 after: budget,
-            }
-            .to_string()),
+            }),
         }
-    };
-    snap.collectors.push(CollectorRun {
-        name: "host".into(),
-        duration_seconds: started.elapsed().as_secs_f64(),
-        success: host.is_ok(),
-        error: host.as_ref().err().cloned(),
-    });
+    })
+    .await;
+    snap.collectors.extend(run);
     let hostname = host.as_ref().ok().map(|h| h.hostname.clone());
-    snap.host = match host {
-        Ok(h) => Gathered::Available(h),
-        Err(e) => Gathered::Unavailable(e),
-    };
-    let mut stats = CollectStats::default();
-    let mut begun: Option<tokio::task::JoinHandle<os::Window>> = None;
-    if !opts.candidates.is_empty() {
-        let mut hook = |facts: Option<&powerdiag_rules::MariadbFacts>| {
-            // The server's pid file names its process, but only if it runs on this host.
-            let server = match facts.map(|f| (f.same_host, f)) {
-                Some((Some(true), f)) => Server::Local {
-                    pid_file: f
-                        .variables
-                        .get(Var::PidFile.name())
-                        .cloned()
-                        .unwrap_or_default(),
-                    dirs: server_dirs(f),
-                },
-                Some((Some(false), _)) => Server::Remote,
-                _ => Server::Unknown,
-            };
-            begun = Some(begin(opts, server));
-        };
-        let out = mariadb::collect(
-            &opts.candidates,
-            &opts.mariadb,
-            hostname.as_deref(),
-            observer,
-            &mut hook,
+    snap.host = collector::gathered(host);
+
+    // 2. MariaDB: connect and read the server's own facts; then the parts that must not
+    //    count in doctor's status window.
+    let mut db = if opts.candidates.is_empty() {
+        None
+    } else {
+        Some(
+            mariadb::connect(
+                &opts.candidates,
+                &opts.mariadb,
+                selection,
+                hostname.as_deref(),
+            )
+            .await,
         )
-        .await;
+    };
+    if let Some(db) = &mut db {
+        db.before_window(observer).await;
+    }
+
+    // 3. Open the OS window (on a blocking thread) and the status window together, so both
+    //    cover the same time; the server's pid file names its process when it runs here.
+    let begun = begin(opts, server_of(db.as_ref().and_then(|d| d.facts())));
+    // 4. The parts read inside the windows; 5. the connection kept or closed.
+    let mut stats = CollectStats::default();
+    if let Some(mut db) = db {
+        db.status_window().await;
+        db.after_window(observer).await;
+        let out = db.close().await;
         snap.mariadb = out.section;
         snap.collectors.extend(out.runs);
         stats.sql_statements = out.statements;
     }
-    let begun = begun.unwrap_or_else(|| begin(opts, Server::Unknown));
+
+    // 6. The OS sections, once the window has lasted long enough.
     let window = match tokio::time::timeout(budget, begun).await {
-        Ok(Ok(w)) => Ok(w),
-        Ok(Err(e)) => Err((
-            CollectError::Other(format!("the OS collectors failed: {e}")),
-            started.elapsed(),
-        )),
-        Err(_) => Err((
-            CollectError::Timeout {
+        Ok(Ok(w)) => w,
+        Ok(Err(e)) => {
+            let why = CollectError::Internal {
+                what: "the OS collectors".into(),
+                message: e.to_string(),
+            };
+            let (facts, runs) = os_failed(opts, &why);
+            snap.collectors.extend(runs);
+            snap.os = Gathered::Available(facts);
+            return (snap, stats);
+        }
+        Err(_) => {
+            let why = CollectError::Timeout {
                 what: "starting the OS sample window".into(),
                 after: budget,
-            },
-            budget,
-        )),
-    };
-    let window = match window {
-        Ok(w) => w,
-        Err((why, took)) => {
-            let (facts, run) = os_failed(opts, why, took);
-            snap.collectors.push(run);
+            };
+            let (facts, runs) = os_failed(opts, &why);
+            snap.collectors.extend(runs);
             snap.os = Gathered::Available(facts);
             return (snap, stats);
         }
@@ -139,6 +148,22 @@ pub async fn collect(
     snap.collectors.extend(runs);
     snap.os = Gathered::Available(facts);
     (snap, stats)
+}
+
+/// Where the server runs, from its facts: its pid file and directories when on this host.
+fn server_of(facts: Option<&powerdiag_rules::MariadbFacts>) -> Server {
+    match facts.map(|f| (f.same_host, f)) {
+        Some((Some(true), f)) => Server::Local {
+            pid_file: f
+                .variables
+                .get(Var::PidFile.name())
+                .cloned()
+                .unwrap_or_default(),
+            dirs: server_dirs(f),
+        },
+        Some((Some(false), _)) => Server::Remote,
+        _ => Server::Unknown,
+    }
 }
 
 /// Where the MariaDB collector found the server, owned so that the OS window can begin on a
@@ -156,13 +181,14 @@ enum Server {
 fn begin(opts: &CollectOptions, server: Server) -> tokio::task::JoinHandle<os::Window> {
     let roots = opts.roots.clone();
     let window = opts.sample_window;
+    let selection = opts.collectors.clone();
     tokio::task::spawn_blocking(move || {
         let process = match &server {
             Server::Local { pid_file, dirs } => os::ServerProcess::Local { pid_file, dirs },
             Server::Remote => os::ServerProcess::Remote,
             Server::Unknown => os::ServerProcess::Unknown,
         };
-        os::begin(&roots, process, window)
+        os::begin(&roots, process, window, &selection)
     })
 }
 
@@ -215,26 +241,28 @@ async fn os_finish(window: os::Window, opts: &CollectOptions) -> (OsFacts, Vec<C
     let grace = budget;
     let why = match tokio::time::timeout(grace, task).await {
         Ok(Ok(done)) => return done,
-        Ok(Err(e)) => CollectError::Other(format!("the OS collectors failed: {e}")),
+        Ok(Err(e)) => CollectError::Internal {
+            what: "the OS collectors".into(),
+            message: e.to_string(),
+        },
         Err(_) => CollectError::Timeout {
             what: "reading the OS sections".into(),
             after: grace,
         },
     };
-    let (facts, run) = os_failed(opts, why, grace);
-    (facts, vec![run])
+    os_failed(opts, &why)
 }
 
-/// No OS facts: every section unavailable for `why`, in one failed `os` run.
-fn os_failed(opts: &CollectOptions, why: CollectError, took: Duration) -> (OsFacts, CollectorRun) {
+/// No OS facts: every section unavailable for `why`, each enabled one a failed run.
+fn os_failed(opts: &CollectOptions, why: &CollectError) -> (OsFacts, Vec<CollectorRun>) {
     let facts = OsFacts::unavailable(&opts.roots.describe(), &why.to_string());
-    let run = CollectorRun {
-        name: "os".into(),
-        duration_seconds: took.as_secs_f64(),
-        success: false,
-        error: Some(why.to_string()),
-    };
-    (facts, run)
+    let runs = os::SECTIONS
+        .iter()
+        .filter_map(|d| {
+            collector::execute(d, &opts.collectors, None, || Err::<(), _>(why.clone())).1
+        })
+        .collect();
+    (facts, runs)
 }
 
 #[cfg(test)]

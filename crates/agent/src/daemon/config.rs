@@ -8,6 +8,8 @@ use std::{
 };
 
 use powerdiag_rules::Settings;
+
+use crate::collect::collector::{Selection, Source};
 use serde::Deserialize;
 
 /// Everything an agent sample needs besides where to connect.
@@ -18,6 +20,12 @@ pub struct Config {
     pub probe: ProbeConfig,
     pub statements: StatementsConfig,
     pub rules: RulesConfig,
+    /// Collectors turned on or off by name (`[collectors]` `cpu = false`), as doctor's
+    /// `--collector.NAME` / `--no-collector.NAME`; `powerdiag collectors` lists the names.
+    pub collectors: BTreeMap<String, bool>,
+    /// `collectors`, validated against the registry by [`Config::parse`].
+    #[serde(skip)]
+    pub selection: Selection,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -273,6 +281,11 @@ impl Config {
             return Err(err("probe.queries must be between 1 and 1000".into()));
         }
         c.rules.settings = c.rules.to_settings().map_err(err)?;
+        c.selection = Selection::from_choices(
+            c.collectors.iter().map(|(name, on)| (name.as_str(), *on)),
+            Source::Config,
+        )
+        .map_err(|e| err(format!("collectors: {e}")))?;
         Ok(c)
     }
 

@@ -147,6 +147,7 @@ pub async fn run(
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),
             sample_window: cfg.sample.window,
+            collectors: cfg.selection.clone(),
         };
         let taken_at = SystemTime::now();
         // Every statement and the connection have their own deadline; this bounds the whole
@@ -316,6 +317,7 @@ mod tests {
             taken_at: None,
             roots: Roots::default(),
             sample_window: Duration::ZERO,
+            collectors: Default::default(),
         };
         let s = overrun(&opts, Duration::from_millis(1900));
         assert!(!s.mariadb.reachable);

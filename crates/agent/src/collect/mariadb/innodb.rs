@@ -20,6 +20,7 @@ use powerdiag_rules::{DbError, Gathered, InnodbSize, OpenTransaction, Transactio
 use super::part::{Ctx, Part, PartFuture};
 use super::session::{Session, TextRow, tcol, tcol_u64, text_rows};
 use crate::collect::CollectError;
+use crate::collect::collector::{Descriptor, Requires};
 
 /// Pages × page size per kind of index, the table count and the oldest statistics' age.
 /// `innodb_page_size` is the server's own, so the product is done in SQL.
@@ -218,9 +219,22 @@ impl InnodbCache {
 /// each), or the agent's recent ones (no run then).
 pub(super) struct Innodb;
 
+/// The `mariadb_innodb` collector.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "mariadb_innodb",
+    help: "the InnoDB data size (mysql.innodb_table_stats) and the oldest open transaction (INNODB_TRX)",
+    default_enabled: true,
+    requires: Requires::Nothing,
+};
+
 impl Part for Innodb {
-    fn name(&self) -> &'static str {
-        "mariadb_innodb"
+    fn descriptor(&self) -> &'static Descriptor {
+        &DESCRIPTOR
+    }
+
+    fn disabled(&self, facts: &mut powerdiag_rules::MariadbFacts, why: String) {
+        facts.innodb_size = Gathered::Unavailable(why.clone());
+        facts.transactions = Gathered::Unavailable(why);
     }
 
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
@@ -270,7 +284,15 @@ impl Part for Innodb {
             if failed.is_empty() {
                 Ok(())
             } else {
-                Err(CollectError::Other(failed.join("; ")))
+                Err(CollectError::Several(
+                    failed
+                        .into_iter()
+                        .map(|message| CollectError::Database {
+                            message,
+                            hint: String::new(),
+                        })
+                        .collect(),
+                ))
             }
         })
     }

@@ -25,6 +25,12 @@ use powerdiag_rules::{
     ServerVersion, Var,
 };
 
+use crate::collect::{
+    CollectError,
+    collector::{self, Descriptor, Requires, Selection},
+};
+use part::Part;
+
 pub use innodb::InnodbCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
 use session::Session;
@@ -249,30 +255,147 @@ pub struct MariadbOutcome {
     pub statements: u32,
 }
 
-/// Called once the server's own facts are known (`None`: no server), before the vector
-/// indexes are listed and probed: the OS sample window starts here.
-pub type ConnectedHook<'a> = &'a mut (dyn FnMut(Option<&MariadbFacts>) + Send);
+/// The server's own collector: connecting and its variables and status.
+pub(crate) const SERVER: Descriptor = Descriptor {
+    name: "mariadb",
+    help: "connect, then the server's variables and status (one statement each; the agent reads the variables again only after a setting change)",
+    default_enabled: true,
+    requires: Requires::Nothing,
+};
 
-/// Tries each candidate in order and collects from the first that answers.
-pub async fn collect(
+/// Read before the window opens, so their statements are not counted in doctor's status
+/// window and the probe's k-NN queries are not in the digest read.
+static BEFORE_WINDOW: &[&dyn Part] = &[&statements::StatementsPart, &innodb::Innodb];
+
+/// Read once the window is open (the probe's latency is measured while the OS counters run).
+static AFTER_WINDOW: &[&dyn Part] = &[&vector::VectorIndexes, &probe::ProbePart];
+
+/// Every MariaDB collector, in the order a collection runs them.
+pub(crate) fn collectors() -> impl Iterator<Item = &'static Descriptor> {
+    std::iter::once(&SERVER).chain(
+        BEFORE_WINDOW
+            .iter()
+            .chain(AFTER_WINDOW)
+            .map(|p| p.descriptor()),
+    )
+}
+
+/// One collection from MariaDB, phase by phase: [`connect`], [`Collection::before_window`],
+/// [`Collection::status_window`], [`Collection::after_window`], [`Collection::close`]
+/// (`collect::collect` runs them, with the OS window between).
+#[derive(Debug)]
+pub struct Collection<'a> {
+    out: MariadbOutcome,
+    opts: &'a MariadbOptions,
+    selection: &'a Selection,
+    /// The connection and the server's facts, once connected.
+    live: Option<Live>,
+}
+
+#[derive(Debug)]
+struct Live {
+    s: Session,
+    /// `Candidate::display` of the target reached.
+    target: String,
+    facts: MariadbFacts,
+}
+
+/// Connects to the first candidate that answers (a kept connection first) and reads the
+/// server's own facts: the `mariadb` collector's run.
+pub async fn connect<'a>(
     candidates: &[Candidate],
-    opts: &MariadbOptions,
+    opts: &'a MariadbOptions,
+    selection: &'a Selection,
     local_hostname: Option<&str>,
-    observer: &dyn ProbeObserver,
-    on_connected: ConnectedHook<'_>,
-) -> MariadbOutcome {
+) -> Collection<'a> {
     let mut out = MariadbOutcome {
         section: MariadbSection::default(),
         runs: Vec::new(),
         statements: 0,
     };
-    let started = Instant::now();
+    let (live, run) = collector::execute_async(&SERVER, selection, None, || {
+        server_session(candidates, opts, local_hostname, &mut out)
+    })
+    .await;
+    out.runs.extend(run);
+    Collection {
+        out,
+        opts,
+        selection,
+        live: live.ok(),
+    }
+}
+
+impl Collection<'_> {
+    /// The server's facts, once connected.
+    pub fn facts(&self) -> Option<&MariadbFacts> {
+        self.live.as_ref().map(|l| &l.facts)
+    }
+
+    /// The parts read before the status and OS windows open.
+    pub async fn before_window(&mut self, observer: &dyn ProbeObserver) {
+        self.parts(BEFORE_WINDOW, observer).await;
+    }
+
+    /// The parts read while the windows are open.
+    pub async fn after_window(&mut self, observer: &dyn ProbeObserver) {
+        self.parts(AFTER_WINDOW, observer).await;
+    }
+
+    async fn parts(&mut self, parts: &[&dyn Part], observer: &dyn ProbeObserver) {
+        let Some(live) = &mut self.live else {
+            return;
+        };
+        let mut ctx = part::Ctx {
+            s: &mut live.s,
+            facts: &mut live.facts,
+            opts: self.opts,
+            observer,
+            selection: self.selection,
+        };
+        part::run(parts, &mut ctx, &mut self.out.runs).await;
+    }
+
+    /// Opens the status window: doctor reads the status, waits out its window and reads it
+    /// again; the agent pairs this sample's read with an earlier one.
+    pub async fn status_window(&mut self) {
+        if let Some(live) = &mut self.live {
+            status_window(&mut live.s, &mut live.facts, &self.opts.status_window).await;
+        }
+    }
+
+    /// Ends the collection: the connection is kept (the agent) or closed.
+    pub async fn close(mut self) -> MariadbOutcome {
+        if let Some(Live { s, target, facts }) = self.live.take() {
+            self.out.section.facts = Some(facts);
+            self.out.statements = s.statements;
+            match &self.opts.reuse {
+                Some(reuse) if s.alive() => reuse.put_session(s, target),
+                _ => s.close().await,
+            }
+        }
+        self.out
+    }
+}
+
+/// The `mariadb` collector: a session on the server with its facts read. A failure is
+/// recorded in `out` (attempts, target, the error) and is the collector's error.
+async fn server_session(
+    candidates: &[Candidate],
+    opts: &MariadbOptions,
+    local_hostname: Option<&str>,
+    out: &mut MariadbOutcome,
+) -> Result<Live, CollectError> {
+    let failed = |out: &mut MariadbOutcome, error: DbError, statements: u32| {
+        out.section.error = Some(error.clone());
+        out.statements = statements;
+        Err(CollectError::database(error))
+    };
     let reuse = opts.reuse.as_ref();
     // A kept connection first: if it no longer works (the server restarted, or closed it after
     // wait_timeout), connect afresh below. Not after a timeout: a hung server would cost two
     // deadlines.
     let mut sent = 0;
-    let mut ready = None;
     if let Some((mut s, target)) = reuse.and_then(Reuse::take_session) {
         let candidate = candidates.iter().find(|c| c.display() == target);
         if let (Some(candidate), true) = (candidate, s.alive()) {
@@ -290,10 +413,12 @@ pub async fn collect(
             match facts {
                 Ok(facts) => {
                     out.section.attempts.push(ConnectAttempt {
-                        target,
+                        target: target.clone(),
                         error: None,
                     });
-                    ready = Some((s, candidate, facts));
+                    out.section.target = Some(target.clone());
+                    out.section.reachable = true;
+                    return Ok(Live { s, target, facts });
                 }
                 Err(e) if e.kind == DbErrorKind::Timeout => {
                     out.section.attempts.push(ConnectAttempt {
@@ -301,8 +426,7 @@ pub async fn collect(
                         error: Some(e.message.clone()),
                     });
                     out.section.target = Some(target);
-                    failed(&mut out, started, e, sent, on_connected);
-                    return out;
+                    return failed(out, e, sent);
                 }
                 Err(e) => {
                     tracing::debug!(error = %e.message, "kept MariaDB connection failed; reconnecting");
@@ -310,58 +434,42 @@ pub async fn collect(
             }
         }
     }
-    let (s, candidate, facts) = match ready {
-        Some(ready) => ready,
-        None => {
-            let (mut s, candidate) =
-                match connect_first(candidates, opts.timeout, &mut out.section.attempts).await {
-                    Ok(connected) => connected,
-                    Err(error) => {
-                        out.section.target = candidates.last().map(Candidate::display);
-                        failed(&mut out, started, error, sent, on_connected);
-                        return out;
-                    }
-                };
-            match server_facts(
-                &mut s,
-                candidate,
-                local_hostname,
-                reuse,
-                false,
-                read_status_first(opts),
-            )
-            .await
-            {
-                Ok(facts) => {
-                    s.statements += sent;
-                    (s, candidate, facts)
-                }
-                Err(e) => {
-                    out.section.target = Some(candidate.display());
-                    out.section.reachable = true;
-                    failed(&mut out, started, e, s.statements + sent, on_connected);
-                    s.close().await;
-                    return out;
-                }
+    let (mut s, candidate) =
+        match connect_first(candidates, opts.timeout, &mut out.section.attempts).await {
+            Ok(connected) => connected,
+            Err(error) => {
+                out.section.target = candidates.last().map(Candidate::display);
+                return failed(out, error, sent);
             }
-        }
-    };
-    finish(
-        &mut out,
-        s,
+        };
+    out.section.target = Some(candidate.display());
+    out.section.reachable = true;
+    match server_facts(
+        &mut s,
         candidate,
-        facts,
-        opts,
-        observer,
-        started,
-        on_connected,
+        local_hostname,
+        reuse,
+        false,
+        read_status_first(opts),
     )
-    .await;
-    out
+    .await
+    {
+        Ok(facts) => {
+            s.statements += sent;
+            Ok(Live {
+                s,
+                target: candidate.display(),
+                facts,
+            })
+        }
+        Err(e) => {
+            let statements = s.statements + sent;
+            s.close().await;
+            failed(out, e, statements)
+        }
+    }
 }
 
-/// Connects to the first candidate that answers, recording every attempt; when none does, the
-/// error that tells the user most.
 async fn connect_first<'a>(
     candidates: &'a [Candidate],
     timeout: Duration,
@@ -393,56 +501,6 @@ async fn connect_first<'a>(
     }))
 }
 
-/// A sample that ends with `error`: the failed run, the error, the statements sent, and the
-/// hook told there are no facts.
-fn failed(
-    out: &mut MariadbOutcome,
-    started: Instant,
-    error: DbError,
-    statements: u32,
-    on_connected: ConnectedHook<'_>,
-) {
-    out.runs.push(run("mariadb", started, Some(&error.message)));
-    out.section.error = Some(error);
-    out.statements = statements;
-    on_connected(None);
-}
-
-/// The rest of a sample once the server's facts are in: vector indexes and the probe; then the
-/// connection is kept (the agent) or closed.
-#[allow(clippy::too_many_arguments)]
-async fn finish(
-    out: &mut MariadbOutcome,
-    mut s: Session,
-    candidate: &Candidate,
-    mut facts: MariadbFacts,
-    opts: &MariadbOptions,
-    observer: &dyn ProbeObserver,
-    started: Instant,
-    on_connected: ConnectedHook<'_>,
-) {
-    out.section.target = Some(candidate.display());
-    out.section.reachable = true;
-    out.runs.push(run("mariadb", started, None));
-    let mut ctx = part::Ctx {
-        s: &mut s,
-        facts: &mut facts,
-        opts,
-        observer,
-    };
-    part::run(part::BEFORE_WINDOW, &mut ctx, &mut out.runs).await;
-    // The OS window starts with the status window, so both cover the same time.
-    on_connected(Some(ctx.facts));
-    status_window(ctx.s, ctx.facts, &opts.status_window).await;
-    part::run(part::AFTER_WINDOW, &mut ctx, &mut out.runs).await;
-    out.section.facts = Some(facts);
-    out.statements = s.statements;
-    match &opts.reuse {
-        Some(reuse) if s.alive() => reuse.put_session(s, candidate.display()),
-        _ => s.close().await,
-    }
-}
-
 /// When every target failed, the error that tells the user most: reaching a server and being
 /// refused beats finding nothing.
 fn most_useful(errors: Vec<DbError>) -> Option<DbError> {
@@ -457,15 +515,6 @@ fn most_useful(errors: Vec<DbError>) -> Option<DbError> {
         DbErrorKind::SocketMissing => 7,
     };
     errors.into_iter().min_by_key(|e| rank(e.kind))
-}
-
-fn run(name: &str, started: Instant, error: Option<&str>) -> CollectorRun {
-    CollectorRun {
-        name: name.to_owned(),
-        duration_seconds: started.elapsed().as_secs_f64(),
-        success: error.is_none(),
-        error: error.map(str::to_owned),
-    }
 }
 
 async fn server_facts(

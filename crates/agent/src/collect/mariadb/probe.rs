@@ -25,6 +25,7 @@ use rand_distr::{Distribution, Normal};
 use super::part::{Ctx, Part, PartFuture};
 use super::session::{Session, col, col_secs_us, col_u64, ident, sql_str};
 use crate::collect::CollectError;
+use crate::collect::collector::{Descriptor, Requires};
 
 /// Probe limits.
 #[derive(Debug, Clone)]
@@ -394,9 +395,21 @@ async fn profile(
 /// when disabled or when there is nothing to probe; fails when every index's probe failed.
 pub(super) struct ProbePart;
 
+/// The `mariadb_probe` collector.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "mariadb_probe",
+    help: "a bounded k-NN probe of each vector index with SHOW PROFILE ALL (doctor; the agent at [probe] interval)",
+    default_enabled: true,
+    requires: Requires::Nothing,
+};
+
 impl Part for ProbePart {
-    fn name(&self) -> &'static str {
-        "mariadb_probe"
+    fn descriptor(&self) -> &'static Descriptor {
+        &DESCRIPTOR
+    }
+
+    fn disabled(&self, facts: &mut powerdiag_rules::MariadbFacts, why: String) {
+        facts.probe = Gathered::Unavailable(why);
     }
 
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
@@ -425,7 +438,15 @@ impl Part for ProbePart {
                         .filter_map(|i| i.error.as_deref())
                         .collect();
                     let result = if !failed.is_empty() && failed.len() == p.indexes.len() {
-                        Err(CollectError::Other(failed.join("; ")))
+                        Err(CollectError::Several(
+                            failed
+                                .iter()
+                                .map(|m| CollectError::Database {
+                                    message: (*m).to_owned(),
+                                    hint: String::new(),
+                                })
+                                .collect(),
+                        ))
                     } else {
                         Ok(())
                     };
@@ -434,7 +455,7 @@ impl Part for ProbePart {
                 }
                 Err(e) => {
                     ctx.facts.probe = Gathered::Unavailable(e.message.clone());
-                    Err(CollectError::Other(e.message))
+                    Err(CollectError::database(e))
                 }
             }
         })

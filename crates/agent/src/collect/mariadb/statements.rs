@@ -38,6 +38,7 @@ use powerdiag_rules::{
 use super::part::{Ctx, Part, PartFuture};
 use super::session::{Session, TextRow, tcol, tcol_u64, text_rows};
 use crate::collect::CollectError;
+use crate::collect::collector::{Descriptor, Requires};
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -600,9 +601,21 @@ pub(crate) async fn collect(
 /// a failure).
 pub(super) struct StatementsPart;
 
+/// The `mariadb_statements` collector.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "mariadb_statements",
+    help: "statement digests from performance_schema: two bounded statements",
+    default_enabled: true,
+    requires: Requires::Nothing,
+};
+
 impl Part for StatementsPart {
-    fn name(&self) -> &'static str {
-        "mariadb_statements"
+    fn descriptor(&self) -> &'static Descriptor {
+        &DESCRIPTOR
+    }
+
+    fn disabled(&self, facts: &mut powerdiag_rules::MariadbFacts, why: String) {
+        facts.statements = powerdiag_rules::Gathered::Unavailable(why);
     }
 
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
@@ -621,7 +634,10 @@ impl Part for StatementsPart {
                 Err(u) => {
                     ctx.facts.statements = powerdiag_rules::Gathered::Unavailable(u.why.clone());
                     if u.failed {
-                        Err(CollectError::Other(u.why))
+                        Err(CollectError::Database {
+                            message: u.why,
+                            hint: String::new(),
+                        })
                     } else {
                         Ok(())
                     }

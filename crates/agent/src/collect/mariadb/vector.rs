@@ -12,6 +12,7 @@ use super::{
     part::{Ctx, Part, PartFuture},
 };
 use crate::collect::CollectError;
+use crate::collect::collector::{Descriptor, Requires};
 
 /// Most vector indexes described in detail.
 pub(crate) const MAX_INDEXES: usize = 64;
@@ -717,9 +718,21 @@ pub(crate) fn parse_index_options(ddl: &str, index: &str) -> (Option<u32>, Optio
 /// without vector indexes (before 11.7) reports no run.
 pub(super) struct VectorIndexes;
 
+/// The `mariadb_vector_indexes` collector.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "mariadb_vector_indexes",
+    help: "vector indexes: definitions, rows and the size of each graph",
+    default_enabled: true,
+    requires: Requires::Mariadb(11, 7),
+};
+
 impl Part for VectorIndexes {
-    fn name(&self) -> &'static str {
-        "mariadb_vector_indexes"
+    fn descriptor(&self) -> &'static Descriptor {
+        &DESCRIPTOR
+    }
+
+    fn disabled(&self, facts: &mut powerdiag_rules::MariadbFacts, why: String) {
+        facts.vector_indexes = Gathered::Unavailable(why);
     }
 
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
@@ -770,7 +783,7 @@ impl Part for VectorIndexes {
                         format!("{}; fix: {}", e.message, e.hint)
                     };
                     ctx.facts.vector_indexes = Gathered::Unavailable(why);
-                    Err(CollectError::Other(e.message))
+                    Err(CollectError::database(e))
                 }
             }
         })

@@ -37,9 +37,9 @@ pub(crate) fn server_dirs(
 ) -> Result<Vec<(String, String)>, CollectError> {
     match target {
         ServerProcess::Local { dirs, .. } if !dirs.is_empty() => Ok(dirs.to_vec()),
-        ServerProcess::Local { .. } => Err(CollectError::Other(
-            "the server did not report its datadir".into(),
-        )),
+        ServerProcess::Local { .. } => Err(CollectError::NotReported {
+            what: "its datadir".into(),
+        }),
         ServerProcess::Remote => Err(CollectError::skipped(
             "unavailable: the server runs on another host (its filesystems are not here)",
         )),
@@ -75,10 +75,12 @@ pub(crate) fn find(
                 });
             }
             Ok(Some(pid)) => {
-                return Err(CollectError::Other(format!(
-                    "the server's pid file {} names pid {pid}, which is not running",
-                    path.display()
-                )));
+                return Err(CollectError::ServerProcess {
+                    why: format!(
+                        "the server's pid file {} names pid {pid}, which is not running",
+                        path.display()
+                    ),
+                });
             }
             Ok(None) => return Err(CollectError::parse(&path, "not a pid")),
             Err(_) => {} // not readable (permissions, another mount namespace): fall back to names
@@ -88,21 +90,23 @@ pub(crate) fn find(
     found.sort_unstable();
     found.dedup();
     match found.as_slice() {
-        [] => Err(CollectError::Other(
-            "no mariadbd or mysqld process on this host".into(),
-        )),
+        [] => Err(CollectError::ServerProcess {
+            why: "no mariadbd or mysqld process on this host".into(),
+        }),
         [pid] => Ok(Found {
             pid: *pid,
             by: "process name",
         }),
-        many => Err(CollectError::Other(format!(
-            "{} mariadbd processes ({}); connect powerdiag to the server to pick one by its pid_file",
-            many.len(),
-            many.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+        many => Err(CollectError::ServerProcess {
+            why: format!(
+                "{} mariadbd processes ({}); connect powerdiag to the server to pick one by its pid_file",
+                many.len(),
+                many.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
     }
 }
 

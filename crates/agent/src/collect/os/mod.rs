@@ -10,6 +10,7 @@ mod find;
 pub(crate) mod linux;
 pub mod recorded;
 pub(crate) mod registry;
+mod sections;
 
 use std::{
     path::{Path, PathBuf},
@@ -19,6 +20,9 @@ use std::{
 use powerdiag_rules::{CollectorRun, OsFacts};
 
 pub use find::{Found, ServerProcess};
+pub(crate) use sections::SECTIONS;
+
+use crate::collect::collector::Selection;
 
 /// The running machine's architecture as `uname -m` names it (`x86_64`, `aarch64`,
 /// `ppc64le`, `ppc64`), from the build target: the binary runs only on its own.
@@ -111,22 +115,27 @@ pub struct Window {
 /// Starts a sample window that will last at least `window` (zero: no window, no counters).
 /// `server` says which mariadbd to look at: the one named by the connected server's
 /// `@@pid_file` when it runs on this host, none when it runs elsewhere.
-pub fn begin(roots: &Roots, server: ServerProcess<'_>, window: Duration) -> Window {
+pub fn begin(
+    roots: &Roots,
+    server: ServerProcess<'_>,
+    window: Duration,
+    selection: &Selection,
+) -> Window {
     #[cfg(target_os = "linux")]
     {
         Window {
-            inner: linux::Window::begin(roots, server, window),
+            inner: linux::Window::begin(roots, server, window, selection),
         }
     }
     #[cfg(target_os = "aix")]
     {
         Window {
-            inner: aix::Window::begin(roots, server, window),
+            inner: aix::Window::begin(roots, server, window, selection),
         }
     }
     #[cfg(not(any(target_os = "linux", target_os = "aix")))]
     {
-        let _ = (server, window);
+        let _ = (server, window, selection);
         Window {
             roots: roots.clone(),
         }

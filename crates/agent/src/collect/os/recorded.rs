@@ -23,6 +23,7 @@ use std::{
 };
 
 use super::Roots;
+use crate::collect::CollectError;
 
 /// The largest `recorded/` file read (the `statvfs` table, `window-seconds`).
 const MAX_BYTES: u64 = 1 << 20;
@@ -38,7 +39,7 @@ pub fn beside(procfs: &Path) -> Option<PathBuf> {
 
 /// Checks everything in `dir` a replay will read, naming the file and the fix: for `doctor`
 /// to refuse a broken recording before it collects anything.
-pub fn check(dir: &Path) -> Result<(), String> {
+pub fn check(dir: &Path) -> Result<(), CollectError> {
     window(dir)?;
     let vfs = dir.join("statvfs");
     if vfs.exists() {
@@ -49,35 +50,39 @@ pub fn check(dir: &Path) -> Result<(), String> {
 
 /// The recorded window: the roots of its first reading (only `procfs` differs) and its
 /// length. `Ok(None)` when the tree recorded no window.
-pub(crate) fn window(dir: &Path) -> Result<Option<(PathBuf, Duration)>, String> {
+pub(crate) fn window(dir: &Path) -> Result<Option<(PathBuf, Duration)>, CollectError> {
     let start = dir.join("window-start/proc");
     let secs_file = dir.join("window-seconds");
     match (start.is_dir(), secs_file.exists()) {
         (false, false) => return Ok(None),
         (true, false) | (false, true) => {
-            return Err(format!(
-                "{}: a recorded window needs both window-start/proc/ and window-seconds (record the tree again with tests/fixtures/linux/record.sh)",
-                dir.display()
+            return Err(CollectError::parse(
+                dir,
+                "a recorded window needs both window-start/proc/ and window-seconds (record the tree again with tests/fixtures/linux/record.sh)",
             ));
         }
         (true, true) => {}
     }
     let text = read_text(&secs_file)?;
     let secs: f64 = text.trim().parse().map_err(|_| {
-        format!(
-            "{}: {:?} is not a number of seconds (write the window's length, e.g. 30.0)",
-            secs_file.display(),
-            text.trim().chars().take(40).collect::<String>()
+        CollectError::parse(
+            &secs_file,
+            format!(
+                "{:?} is not a number of seconds (write the window's length, e.g. 30.0)",
+                text.trim().chars().take(40).collect::<String>()
+            ),
         )
     })?;
     let length = Duration::try_from_secs_f64(secs)
         .ok()
         .filter(|d| !d.is_zero() && *d <= MAX_WINDOW)
         .ok_or_else(|| {
-            format!(
-                "{}: {secs} s is not a window length (above 0, at most {} s)",
-                secs_file.display(),
-                MAX_WINDOW.as_secs()
+            CollectError::parse(
+                &secs_file,
+                format!(
+                    "{secs} s is not a window length (above 0, at most {} s)",
+                    MAX_WINDOW.as_secs()
+                ),
             )
         })?;
     Ok(Some((start, length)))
@@ -88,7 +93,7 @@ pub(crate) fn window(dir: &Path) -> Result<Option<(PathBuf, Duration)>, String> 
 pub(crate) type Statvfs = HashMap<String, (u64, u64, u64)>;
 
 /// The `statvfs` table of `dir`.
-pub(crate) fn statvfs(dir: &Path) -> Result<Statvfs, String> {
+pub(crate) fn statvfs(dir: &Path) -> Result<Statvfs, CollectError> {
     let path = dir.join("statvfs");
     let text = read_text(&path)?;
     let mut out = Statvfs::new();
@@ -98,11 +103,12 @@ pub(crate) fn statvfs(dir: &Path) -> Result<Statvfs, String> {
             continue;
         }
         let bad = || {
-            format!(
-                "{} line {}: expected `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail` (stat -f -c '%S %b %a' PATH)",
-                path.display(),
-                i + 1
-            )
+            CollectError::Parse {
+            file: path.clone(),
+            line: u32::try_from(i + 1).ok(),
+            what: "expected `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail` (stat -f -c '%S %b %a' PATH)"
+                .into(),
+        }
         };
         let f: Vec<&str> = line.split('\t').collect();
         let [p, frsize, blocks, avail] = f[..] else {
@@ -124,10 +130,14 @@ pub(crate) fn normal(path: &str) -> String {
     if t.is_empty() { "/".into() } else { t.into() }
 }
 
-fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_BYTES)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+fn read_text(path: &Path) -> Result<String, CollectError> {
+    let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_BYTES).map_err(|e| {
+        CollectError::Io {
+            path: path.into(),
+            message: e.to_string(),
+        }
+    })?;
+    String::from_utf8(bytes).map_err(|_| CollectError::parse(path, "not UTF-8 text"))
 }
 
 impl Roots {
@@ -164,7 +174,7 @@ mod tests {
         std::fs::create_dir_all(&rec).unwrap();
         assert_eq!(window(&rec), Ok(None));
         put(&rec, "window-seconds", "30.5\n");
-        let e = window(&rec).unwrap_err();
+        let e = window(&rec).unwrap_err().to_string();
         assert!(
             e.contains("needs both window-start/proc/ and window-seconds"),
             "{e}"
@@ -177,7 +187,7 @@ mod tests {
         );
         for bad in ["0", "-3", "NaN", "1e9", "thirty"] {
             put(&rec, "window-seconds", bad);
-            let e = window(&rec).unwrap_err();
+            let e = window(&rec).unwrap_err().to_string();
             assert!(e.contains("window-seconds"), "{bad}: {e}");
             assert!(check(&rec).is_err());
         }
@@ -211,8 +221,8 @@ mod tests {
             "/x\tmany\t10\t1\n",
         ] {
             put(d.path(), "statvfs", bad);
-            let e = statvfs(d.path()).unwrap_err();
-            assert!(e.contains("statvfs line 1: expected"), "{bad:?}: {e}");
+            let e = statvfs(d.path()).unwrap_err().to_string();
+            assert!(e.contains("statvfs:1: expected"), "{bad:?}: {e}");
         }
         assert_eq!(normal("/a/b//"), "/a/b");
         assert_eq!(normal("/"), "/");

@@ -1,13 +1,15 @@
-//! The OS collectors' shape: one [`Collector`] per section of [`OsFacts`], listed once in
-//! the platform's registry (`linux::COLLECTORS`), as node_exporter's `registerCollector`.
+//! The OS collectors' shape: one [`Collector`] per section of [`OsFacts`] (named in
+//! `sections.rs`), listed once in the platform's registry (`linux::COLLECTORS`), as
+//! node_exporter's `registerCollector`.
 //!
-//! The registry, not the collectors, does the bookkeeping: it takes every collector's first
-//! reading when the sample window opens, runs them in registry order when it closes (a
-//! collector may read the sections registered before it from `so_far`), times each, stores
-//! its section (`Gathered::Unavailable` with the error's sentence on failure), and reports one
-//! [`CollectorRun`] per collector — `powerdiag_collector_success{collector="cpu"}` and so on.
-//! A collector that is [`CollectError::Skipped`] reports no run; one that starts after the
-//! deadline is a [`CollectError::Timeout`].
+//! The registry, not the collectors, does the bookkeeping: it takes every enabled collector's
+//! first reading when the sample window opens, runs them in registry order when it closes (a
+//! collector may read the sections registered before it from `so_far`) through
+//! [`collector::execute`], which times each and reports its run
+//! (`powerdiag_collector_success{collector="cpu"}` and so on), and stores its section
+//! (`Gathered::Unavailable` with the error's sentence on failure). A collector that is
+//! [`CollectError::Skipped`] (disabled, or not collected by design) reports no run; one that
+//! would start after the deadline is a [`CollectError::Timeout`].
 
 use std::{
     any::Any,
@@ -17,7 +19,10 @@ use std::{
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts};
 
 use super::{Found, Roots};
-use crate::collect::CollectError;
+use crate::collect::{
+    CollectError,
+    collector::{self, Descriptor, Selection},
+};
 
 /// What every collector sees.
 #[derive(Debug)]
@@ -31,12 +36,14 @@ pub(crate) struct Ctx<'a> {
     pub process: &'a Result<Found, CollectError>,
     /// The server's directories as `(variable, path)`, when it runs on this host; else why not.
     pub server_dirs: &'a Result<Vec<(String, String)>, CollectError>,
+    /// The collectors turned on or off.
+    pub selection: &'a Selection,
 }
 
 /// One section of the OS facts. One file, one `impl`, one line in the registry.
 pub(crate) trait Collector: Sync {
-    /// The collector's name in its `CollectorRun` and in `powerdiag_collector_success`.
-    const NAME: &'static str;
+    /// Its section (`sections.rs`): the name of its run and of `--collector.NAME`.
+    const SECTION: &'static Descriptor;
     /// The first reading of a windowed collector (`()` for the others).
     type Baseline: Send + 'static;
     type Output;
@@ -60,7 +67,7 @@ pub(crate) trait Collector: Sync {
 
 /// The object-safe face of a [`Collector`], implemented for every one.
 pub(crate) trait Registered: Sync {
-    fn name(&self) -> &'static str;
+    fn descriptor(&self) -> &'static Descriptor;
     fn begin_any(&self, ctx: &Ctx) -> Option<Box<dyn Any + Send>>;
     fn finish_any(
         &self,
@@ -68,16 +75,16 @@ pub(crate) trait Registered: Sync {
         baseline: Option<Box<dyn Any + Send>>,
         facts: &mut OsFacts,
     ) -> Option<CollectorRun>;
-    fn fail(&self, facts: &mut OsFacts, e: &CollectError) -> CollectorRun;
+    fn fail(&self, ctx: &Ctx, facts: &mut OsFacts, e: CollectError) -> Option<CollectorRun>;
 }
 
 impl<C: Collector> Registered for C {
-    fn name(&self) -> &'static str {
-        C::NAME
+    fn descriptor(&self) -> &'static Descriptor {
+        C::SECTION
     }
 
     fn begin_any(&self, ctx: &Ctx) -> Option<Box<dyn Any + Send>> {
-        if !ctx.windowed {
+        if !ctx.windowed || !ctx.selection.is_enabled(C::SECTION) {
             return None;
         }
         self.begin(ctx).map(|b| Box::new(b) as Box<dyn Any + Send>)
@@ -89,39 +96,22 @@ impl<C: Collector> Registered for C {
         baseline: Option<Box<dyn Any + Send>>,
         facts: &mut OsFacts,
     ) -> Option<CollectorRun> {
-        let started = Instant::now();
         // The registry hands each collector its own baseline back: the downcast cannot fail.
         let baseline = baseline
             .and_then(|b| b.downcast::<C::Baseline>().ok())
             .map(|b| *b);
-        let out = self.collect(ctx, baseline, facts);
-        let run = match &out {
-            Err(e) if !e.is_failure() => None,
-            _ => Some(CollectorRun {
-                name: C::NAME.into(),
-                duration_seconds: started.elapsed().as_secs_f64(),
-                success: out.is_ok(),
-                error: out.as_ref().err().map(ToString::to_string),
-            }),
-        };
-        C::store(
-            facts,
-            match out {
-                Ok(v) => Gathered::Available(v),
-                Err(e) => Gathered::Unavailable(e.to_string()),
-            },
-        );
+        let (out, run) = collector::execute(C::SECTION, ctx.selection, None, || {
+            self.collect(ctx, baseline, facts)
+        });
+        C::store(facts, collector::gathered(out));
         run
     }
 
-    fn fail(&self, facts: &mut OsFacts, e: &CollectError) -> CollectorRun {
-        C::store(facts, Gathered::Unavailable(e.to_string()));
-        CollectorRun {
-            name: C::NAME.into(),
-            duration_seconds: 0.0,
-            success: false,
-            error: Some(e.to_string()),
-        }
+    fn fail(&self, ctx: &Ctx, facts: &mut OsFacts, e: CollectError) -> Option<CollectorRun> {
+        let (out, run) =
+            collector::execute(C::SECTION, ctx.selection, None, || Err::<C::Output, _>(e));
+        C::store(facts, collector::gathered(out));
+        run
     }
 }
 
@@ -145,13 +135,11 @@ pub(crate) fn finish(
     for c in collectors {
         let baseline = baselines.next().flatten();
         if Instant::now() >= deadline {
-            runs.push(c.fail(
-                facts,
-                &CollectError::Timeout {
-                    what: format!("the {} collector", c.name()),
-                    after: budget,
-                },
-            ));
+            let late = CollectError::Timeout {
+                what: format!("the {} collector", c.descriptor().name),
+                after: budget,
+            };
+            runs.extend(c.fail(ctx, facts, late));
             continue;
         }
         runs.extend(c.finish_any(ctx, baseline, facts));
@@ -165,7 +153,7 @@ mod tests {
 
     struct Counting;
     impl Collector for Counting {
-        const NAME: &'static str = "cpu_time";
+        const SECTION: &'static Descriptor = &crate::collect::os::sections::CPU_TIME;
         type Baseline = u32;
         type Output = powerdiag_rules::CpuTime;
         fn begin(&self, _ctx: &Ctx) -> Option<u32> {
@@ -179,7 +167,7 @@ mod tests {
         ) -> Result<Self::Output, CollectError> {
             match b {
                 Some(7) => Ok(Default::default()),
-                other => Err(CollectError::Other(format!("baseline {other:?}"))),
+                other => Err(CollectError::unsupported(format!("baseline {other:?}"))),
             }
         }
         fn store(f: &mut OsFacts, s: Gathered<Self::Output>) {
@@ -189,7 +177,7 @@ mod tests {
 
     struct Skips;
     impl Collector for Skips {
-        const NAME: &'static str = "counters";
+        const SECTION: &'static Descriptor = &crate::collect::os::sections::COUNTERS;
         type Baseline = ();
         type Output = powerdiag_rules::PerfCounters;
         fn collect(
@@ -218,6 +206,7 @@ mod tests {
             window: Duration::from_secs(1),
             process: &process,
             server_dirs: &server_dirs,
+            selection: &Selection::defaults(),
         };
         let list: [&dyn Registered; 2] = [&Counting, &Skips];
         let b = begin(&list, &ctx);
@@ -243,6 +232,7 @@ mod tests {
             window: Duration::ZERO,
             process: &process,
             server_dirs: &server_dirs,
+            selection: &Selection::defaults(),
         };
         let list: [&dyn Registered; 2] = [&Counting, &Skips];
         let mut facts = OsFacts::unavailable("test", "not collected");

@@ -1,5 +1,6 @@
 //! CPU: model, architecture, sockets/cores/threads, SMT, frequencies, governor, DSCR.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use std::collections::BTreeSet;
 
 use powerdiag_rules::{CpuFacts, Gathered, OsFacts};
@@ -22,7 +23,7 @@ use crate::collect::{
 pub(super) struct Cpu;
 
 impl Collector for Cpu {
-    const NAME: &'static str = "cpu";
+    const SECTION: &'static Descriptor = &sections::CPU;
     /// Σ SPURR, Σ PURR when the window opened.
     type Baseline = (u64, u64);
     type Output = CpuFacts;

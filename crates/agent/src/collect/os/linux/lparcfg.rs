@@ -1,6 +1,7 @@
 //! `/proc/powerpc/lparcfg` (key names from the kernel's arch/powerpc/platforms/pseries/lparcfg.c)
 //! and `/proc/powerpc/vcpudispatch_stats`.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use std::collections::HashMap;
 
 use powerdiag_rules::{Gathered, OsFacts, PartitionFacts};
@@ -18,7 +19,7 @@ use crate::collect::{
 pub(super) struct Partition;
 
 impl Collector for Partition {
-    const NAME: &'static str = "partition";
+    const SECTION: &'static Descriptor = &sections::PARTITION;
     type Baseline = Fields;
     type Output = Option<PartitionFacts>;
 
@@ -77,7 +78,7 @@ pub(super) fn read_fields(r: &Roots) -> Result<Option<Fields>, CollectError> {
         }
         let cpuinfo = read(&r.proc("cpuinfo")).unwrap_or_default();
         if is_pseries(&cpuinfo) {
-            return Err(CollectError::Other(format!(
+            return Err(CollectError::unsupported(format!(
                 "a pSeries platform (PowerVM partition or KVM guest) without lparcfg ({} or {}): the partition mode is unknown",
                 r.proc(PATHS[0]).display(),
                 r.proc(PATHS[1]).display()

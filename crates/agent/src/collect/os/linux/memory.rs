@@ -1,5 +1,6 @@
 //! Pages: base page size, transparent huge pages, the HugeTLB pool.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use powerdiag_rules::{Gathered, MemoryFacts, OsFacts};
 use procfs::Meminfo;
 
@@ -17,7 +18,7 @@ use crate::collect::{
 pub(super) struct Memory;
 
 impl Collector for Memory {
-    const NAME: &'static str = "memory";
+    const SECTION: &'static Descriptor = &sections::MEMORY;
     type Baseline = ();
     type Output = MemoryFacts;
 

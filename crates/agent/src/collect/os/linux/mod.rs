@@ -27,7 +27,7 @@ use super::{
     Found, Roots, ServerProcess,
     registry::{self, Ctx, Registered},
 };
-use crate::collect::CollectError;
+use crate::collect::{CollectError, collector::Selection};
 
 pub(crate) use cpu::architecture_of as cpu_architecture_of;
 
@@ -58,11 +58,17 @@ pub(super) struct Window {
     recorded: Option<Duration>,
     process: Result<Found, CollectError>,
     server_dirs: Result<Vec<(String, String)>, CollectError>,
+    selection: Selection,
     baselines: Vec<Option<Box<dyn Any + Send>>>,
 }
 
 impl Window {
-    pub(super) fn begin(roots: &Roots, target: ServerProcess<'_>, window: Duration) -> Window {
+    pub(super) fn begin(
+        roots: &Roots,
+        target: ServerProcess<'_>,
+        window: Duration,
+        selection: &Selection,
+    ) -> Window {
         let process = super::find::find(roots, target, || process::by_name(roots));
         let server_dirs = super::find::server_dirs(target);
         // No window ("0s"): no first reading, so the shares, dispatches and SPURR/PURR ratio are
@@ -80,6 +86,7 @@ impl Window {
             window: Duration::ZERO,
             process: &process,
             server_dirs: &server_dirs,
+            selection,
         };
         let baselines = registry::begin(COLLECTORS, &ctx);
         Window {
@@ -89,6 +96,7 @@ impl Window {
             recorded: recorded.map(|(_, length)| length),
             process,
             server_dirs,
+            selection: selection.clone(),
             baselines,
         }
     }
@@ -119,6 +127,7 @@ impl Window {
             window: self.recorded.unwrap_or_else(|| self.started.elapsed()),
             process: &self.process,
             server_dirs: &self.server_dirs,
+            selection: &self.selection,
         };
         let mut facts = OsFacts::unavailable(&self.roots.describe(), "not collected");
         let runs = registry::finish(
@@ -164,7 +173,12 @@ pub(super) mod tests {
         let roots = Roots::tree(tree);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let w = Window::begin(&roots, ServerProcess::Unknown, Duration::ZERO);
+            let w = Window::begin(
+                &roots,
+                ServerProcess::Unknown,
+                Duration::ZERO,
+                &Selection::defaults(),
+            );
             let _ = tx.send(w.finish(Duration::ZERO, Duration::from_secs(30)));
         });
         rx.recv_timeout(Duration::from_secs(60))

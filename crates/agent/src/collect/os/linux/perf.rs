@@ -1,5 +1,6 @@
 //! Hardware and software counters for mariadbd's threads (perf_event_open), live only.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use std::{
     collections::BTreeMap,
     io,
@@ -30,7 +31,7 @@ use crate::collect::{
 pub(super) struct Counters;
 
 impl Collector for Counters {
-    const NAME: &'static str = "counters";
+    const SECTION: &'static Descriptor = &sections::COUNTERS;
     type Baseline = Session;
     type Output = PerfCounters;
 

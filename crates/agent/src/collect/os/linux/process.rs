@@ -1,6 +1,7 @@
 //! The mariadbd process: found from the server's pid file, else by name; its memory, page
 //! sizes, allocator, affinity and threads.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use std::{
     collections::BTreeSet,
     sync::{Mutex, PoisonError},
@@ -26,7 +27,7 @@ use crate::collect::{
 pub(super) struct Process;
 
 impl Collector for Process {
-    const NAME: &'static str = "process";
+    const SECTION: &'static Descriptor = &sections::PROCESS;
     type Baseline = ();
     type Output = ProcessFacts;
 

@@ -1,6 +1,7 @@
 //! `/proc/stat`: CPU time shares (steal, busy) over the window, or since boot for a tree, and
 //! the CPU seconds since boot per mode.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use powerdiag_rules::{CpuSeconds, CpuTime, Gathered, OsFacts};
 
 use super::fs::read;
@@ -16,7 +17,7 @@ use crate::collect::{
 pub(super) struct CpuTimes;
 
 impl Collector for CpuTimes {
-    const NAME: &'static str = "cpu_time";
+    const SECTION: &'static Descriptor = &sections::CPU_TIME;
     type Baseline = Ticks;
     type Output = CpuTime;
 

@@ -3,6 +3,7 @@
 //! (`/proc/PID/mountinfo`, the server's own mount namespace), and the busy time and queue of
 //! its block device over the window (`/proc/diskstats`).
 
+use crate::collect::{collector::Descriptor, os::sections};
 use std::{
     collections::{BTreeMap, HashMap},
     path::Path,
@@ -27,7 +28,7 @@ pub(super) struct Storage;
 type DiskStats = HashMap<String, (String, u64, u64)>;
 
 impl Collector for Storage {
-    const NAME: &'static str = "storage";
+    const SECTION: &'static Descriptor = &sections::STORAGE;
     type Baseline = DiskStats;
     type Output = Vec<Filesystem>;
 
@@ -57,7 +58,7 @@ impl Collector for Storage {
                     "unavailable: free space is read from the live filesystems (this recorded tree has no recorded/statvfs)",
                 )
             })?;
-            Some(recorded::statvfs(dir).map_err(CollectError::Other)?)
+            Some(recorded::statvfs(dir)?)
         };
         // The server's view: its mount namespace and root, when we may look (root or the same
         // user); else ours. A tree holds the server's mountinfo (`proc/PID/mountinfo`).
@@ -102,7 +103,9 @@ impl Collector for Storage {
                         )
                     }),
                 Some(table) => table.get(&recorded::normal(path)).copied().ok_or_else(|| {
-                    CollectError::Other(format!("{path} is not in recorded/statvfs"))
+                    CollectError::NotFound {
+                        path: format!("recorded/statvfs: {path}").into(),
+                    }
                 }),
             };
             let mount = mount_of(&mounts, Path::new(path));

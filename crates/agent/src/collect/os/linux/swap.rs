@@ -1,5 +1,6 @@
 //! `/proc/vmstat`: pages swapped in and out (`pswpin`, `pswpout`) over the window.
 
+use crate::collect::{collector::Descriptor, os::sections};
 use powerdiag_rules::{Gathered, OsFacts, SwapActivity};
 
 use crate::collect::{
@@ -17,7 +18,7 @@ pub(super) struct Swap;
 type Counts = (u64, u64);
 
 impl Collector for Swap {
-    const NAME: &'static str = "swap";
+    const SECTION: &'static Descriptor = &sections::SWAP;
     type Baseline = Counts;
     type Output = SwapActivity;
 

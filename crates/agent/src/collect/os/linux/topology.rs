@@ -1,5 +1,6 @@
 //! Caches (`cpu*/cache/index*`) and NUMA nodes (`node*/cpulist`, `node*/meminfo`).
 
+use crate::collect::{collector::Descriptor, os::sections};
 use std::collections::{BTreeMap, BTreeSet};
 
 use powerdiag_rules::{Cache, Gathered, NumaNode, OsFacts, Topology};
@@ -21,7 +22,7 @@ use crate::collect::{
 pub(super) struct Topo;
 
 impl Collector for Topo {
-    const NAME: &'static str = "topology";
+    const SECTION: &'static Descriptor = &sections::TOPOLOGY;
     type Baseline = ();
     type Output = Topology;
 
