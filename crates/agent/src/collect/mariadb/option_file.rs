@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    target::{ClientSettings, Password, TargetError},
+    settings::{ClientSettings, Password, TargetError},
     tls::{SslMode, parse_bool},
 };
 
@@ -142,12 +142,12 @@ impl Reader {
                 at(from)
             )));
         }
-        let (bytes, meta) = match powerdiag_exporter_web::read_regular_file_with_metadata(
+        let (bytes, meta) = match powerdiag_safe_read::read_regular_file_with_metadata(
             path,
             MAX_OPTION_FILE_BYTES,
         ) {
             Ok(r) => r,
-            Err(powerdiag_exporter_web::ReadError::Io(e))
+            Err(powerdiag_safe_read::ReadError::Io(e))
                 if e.kind() == std::io::ErrorKind::NotFound && from.is_some() =>
             {
                 // The mariadb client skips a missing !include file without a word.
@@ -159,7 +159,7 @@ impl Reader {
                 ));
                 return Ok(());
             }
-            Err(powerdiag_exporter_web::ReadError::TooLarge(_)) => {
+            Err(powerdiag_safe_read::ReadError::TooLarge(_)) => {
                 return Err(self.err(format!(
                     "{}{}: larger than 1 MiB; is this really a my.cnf?",
                     path.display(),
@@ -488,7 +488,7 @@ mod tests {
     use std::{fs, os::unix::fs::PermissionsExt};
 
     use super::*;
-    use crate::collect::mariadb::target::Password;
+    use crate::collect::mariadb::settings::Password;
 
     fn write(path: &Path, text: &str, mode: u32) {
         fs::write(path, text).unwrap();

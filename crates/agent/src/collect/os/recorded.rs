@@ -125,7 +125,7 @@ pub(crate) fn normal(path: &str) -> String {
 }
 
 fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_BYTES)
+    let bytes = powerdiag_safe_read::read_regular_file(path, MAX_BYTES)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
 }
