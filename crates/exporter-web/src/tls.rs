@@ -16,8 +16,10 @@ use rustls::{
 use zeroize::Zeroizing;
 
 use crate::{
-    types::{Built, ClientAuth, Curve, PemSource, TlsConfig, TlsVersion, WebConfig, WebConfigError},
     read::{MAX_CONFIG_FILE_BYTES, read_regular_file},
+    types::{
+        Built, ClientAuth, Curve, PemSource, TlsConfig, TlsVersion, WebConfig, WebConfigError,
+    },
 };
 
 /// A certificate that expires within this time is warned about.

@@ -326,9 +326,6 @@ mod tests {
             .unwrap();
         assert_eq!(text, "0123");
         let e = open_truncated(dir.path(), 4).unwrap_err();
-        assert!(
-            matches!(e, ReadError::NotRegular(Kind::Directory)),
-            "{e:?}"
-        );
+        assert!(matches!(e, ReadError::NotRegular(Kind::Directory)), "{e:?}");
     }
 }

@@ -142,38 +142,37 @@ impl Reader {
                 at(from)
             )));
         }
-        let (bytes, meta) = match powerdiag_safe_read::read_regular_file_with_metadata(
-            path,
-            MAX_OPTION_FILE_BYTES,
-        ) {
-            Ok(r) => r,
-            Err(powerdiag_safe_read::ReadError::Io(e))
-                if e.kind() == std::io::ErrorKind::NotFound && from.is_some() =>
+        let (bytes, meta) =
+            match powerdiag_safe_read::read_regular_file_with_metadata(path, MAX_OPTION_FILE_BYTES)
             {
-                // The mariadb client skips a missing !include file without a word.
-                self.warnings.push(format!(
-                    "{}: {} does not exist; skipped{}",
-                    self.source_name,
-                    path.display(),
-                    at(from)
-                ));
-                return Ok(());
-            }
-            Err(powerdiag_safe_read::ReadError::TooLarge(_)) => {
-                return Err(self.err(format!(
-                    "{}{}: larger than 1 MiB; is this really a my.cnf?",
-                    path.display(),
-                    at(from)
-                )));
-            }
-            Err(e) => {
-                return Err(self.err(format!(
-                    "{}{}: cannot read it: {e}",
-                    path.display(),
-                    at(from)
-                )));
-            }
-        };
+                Ok(r) => r,
+                Err(powerdiag_safe_read::ReadError::Io(e))
+                    if e.kind() == std::io::ErrorKind::NotFound && from.is_some() =>
+                {
+                    // The mariadb client skips a missing !include file without a word.
+                    self.warnings.push(format!(
+                        "{}: {} does not exist; skipped{}",
+                        self.source_name,
+                        path.display(),
+                        at(from)
+                    ));
+                    return Ok(());
+                }
+                Err(powerdiag_safe_read::ReadError::TooLarge(_)) => {
+                    return Err(self.err(format!(
+                        "{}{}: larger than 1 MiB; is this really a my.cnf?",
+                        path.display(),
+                        at(from)
+                    )));
+                }
+                Err(e) => {
+                    return Err(self.err(format!(
+                        "{}{}: cannot read it: {e}",
+                        path.display(),
+                        at(from)
+                    )));
+                }
+            };
         self.total_bytes += bytes.len() as u64;
         if self.total_bytes > MAX_TOTAL_BYTES {
             return Err(self.err(format!(

@@ -198,7 +198,10 @@ mod tests {
         let fifo = dir.path().join("stat");
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
         assert!(
-            matches!(read(&fifo), Err(CollectError::NotRegular { kind: "a FIFO", .. })),
+            matches!(
+                read(&fifo),
+                Err(CollectError::NotRegular { kind: "a FIFO", .. })
+            ),
             "a FIFO is refused, not waited on"
         );
         assert!(open(&fifo, 10).is_err());
