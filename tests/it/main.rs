@@ -3,7 +3,7 @@
 //! on loopback ports under a temporary directory.
 //!
 //! Two kinds, one binary:
-//! - tests that need no server (`cli`, `collect_output`, `linux_fixtures`, `diff_agents`,
+//! - tests that need no server (`cli`, `collect_output`, `linux_fixtures`, `diff_agents`, `layering`,
 //!   `no_database`, the static checks in `deploy`, `examples`' replays, and the argument
 //!   errors in `errors` and `agent`) pass with a plain `cargo test` on a machine without the
 //!   test servers: they never read a `POWERDIAG_IT_*` variable;
@@ -23,6 +23,7 @@ mod errors;
 mod evicted_stats;
 mod examples;
 mod label_injection;
+mod layering;
 mod linux_fixtures;
 mod live_host;
 mod mariadb1011;

@@ -116,10 +116,10 @@ pub fn snapshot_url(raw: &str) -> Result<url::Url, RemoteError> {
 /// Reads a small regular file (PEM, password): size-capped, never a FIFO or a device (the
 /// opened file is checked, not the path, and opening never waits on a FIFO).
 fn read_small(path: &Path) -> Result<Vec<u8>, RemoteError> {
-    powerdiag_exporter_web::read_regular_file(path, MAX_FILE_BYTES).map_err(|e| RemoteError::File {
+    powerdiag_safe_read::read_regular_file(path, MAX_FILE_BYTES).map_err(|e| RemoteError::File {
         path: path.display().to_string(),
         reason: match e {
-            powerdiag_exporter_web::ReadError::Io(e) => format!("cannot read it ({e})"),
+            powerdiag_safe_read::ReadError::Io(e) => format!("cannot read it ({e})"),
             e => e.to_string(),
         },
     })

@@ -8,12 +8,12 @@ use powerdiag_agent::{
 
 use crate::{
     args::{AgentArgs, LogFormat, LogLevel},
-    doctor, exit,
+    collection, exit,
 };
 
 pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
     init_logging(args.log_level, args.log_format);
-    let request = doctor::connection_request(
+    let request = collection::connection_request(
         args.connection.mariadb_url.as_deref(),
         args.connection.mariadb_defaults_file.as_deref(),
     )?;
@@ -45,7 +45,7 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
         web_config_file: args.web_config_file.clone(),
         candidates,
         target_reload,
-        roots: doctor::roots(&args.paths)?,
+        roots: collection::roots(&args.paths)?,
         build: daemon::BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             revision: env!("POWERDIAG_GIT_REVISION").to_owned(),

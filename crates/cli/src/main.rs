@@ -2,6 +2,7 @@
 
 mod agent;
 mod args;
+mod collection;
 mod diff;
 mod doctor;
 mod explain;

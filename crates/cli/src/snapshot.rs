@@ -8,10 +8,10 @@ use std::{
 use anyhow::{Context, Result, bail};
 use powerdiag_rules::{MAX_SNAPSHOT_BYTES, Snapshot, read_snapshot};
 
-use crate::{args::CollectCmd, doctor, exit, report};
+use crate::{args::CollectCmd, collection, exit, report};
 
 pub(crate) fn collect(args: &CollectCmd) -> Result<u8> {
-    let snapshot = doctor::collect_snapshot(&args.collect)?;
+    let snapshot = collection::collect_snapshot(&args.collect)?;
     let json = serde_json::to_string_pretty(&snapshot)? + "\n";
     if args.output.as_os_str() == "-" {
         report::write_stdout(&json)?;

@@ -28,7 +28,7 @@ use sha2::{Digest as _, Sha256};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
-use crate::config::WebConfig;
+use crate::types::{AuthCache, WebConfig};
 
 /// Verified credentials remembered (as salted SHA-256 digests); full means start afresh.
 pub(crate) const VERIFIED_CAPACITY: usize = 128;
@@ -130,14 +130,6 @@ impl Credentials {
     pub(crate) fn password(&self) -> &[u8] {
         self.decoded.get(self.colon + 1..).unwrap_or_default()
     }
-}
-
-/// The remembered outcomes: digests of user, password and the hash they were checked against,
-/// salted per process. Shared by a configuration and the ones reloaded from it.
-pub(crate) struct AuthCache {
-    salt: [u8; 32],
-    pub(crate) verified: Mutex<HashSet<[u8; 32]>>,
-    pub(crate) failed: Mutex<HashSet<[u8; 32]>>,
 }
 
 impl AuthCache {

@@ -29,6 +29,7 @@ pub mod config;
 pub mod read;
 pub mod serve;
 pub mod tls;
+mod types;
 
 pub use auth::{AuthLimits, AuthStats};
 pub use config::{

@@ -16,19 +16,14 @@ use rustls::{
 use zeroize::Zeroizing;
 
 use crate::{
-    config::{ClientAuth, Curve, PemSource, TlsConfig, TlsVersion, WebConfig, WebConfigError},
     read::{MAX_CONFIG_FILE_BYTES, read_regular_file},
+    types::{
+        Built, ClientAuth, Curve, PemSource, TlsConfig, TlsVersion, WebConfig, WebConfigError,
+    },
 };
 
 /// A certificate that expires within this time is warned about.
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(14 * 24 * 3600);
-
-/// A built TLS configuration and its end-entity certificate's `notAfter`.
-#[derive(Clone)]
-pub(crate) struct Built {
-    pub(crate) config: Arc<ServerConfig>,
-    pub(crate) not_after: Option<SystemTime>,
-}
 
 impl WebConfig {
     /// The rustls server configuration (ring provider) for `tls_server_config`, reading the

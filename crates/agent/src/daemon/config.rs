@@ -297,7 +297,7 @@ impl Config {
             path: name.clone(),
             message,
         };
-        let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_CONFIG_BYTES)
+        let bytes = powerdiag_safe_read::read_regular_file(path, MAX_CONFIG_BYTES)
             .map_err(|e| err(e.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".into()))?;
         Config::parse(&text, &name)

@@ -9,6 +9,7 @@ mod part;
 mod probe;
 mod server;
 mod session;
+mod settings;
 mod statements;
 mod status_window;
 pub mod target;

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    target::{ClientSettings, Password, TargetError},
+    settings::{ClientSettings, Password, TargetError},
     tls::{SslMode, parse_bool},
 };
 
@@ -142,38 +142,37 @@ impl Reader {
                 at(from)
             )));
         }
-        let (bytes, meta) = match powerdiag_exporter_web::read_regular_file_with_metadata(
-            path,
-            MAX_OPTION_FILE_BYTES,
-        ) {
-            Ok(r) => r,
-            Err(powerdiag_exporter_web::ReadError::Io(e))
-                if e.kind() == std::io::ErrorKind::NotFound && from.is_some() =>
+        let (bytes, meta) =
+            match powerdiag_safe_read::read_regular_file_with_metadata(path, MAX_OPTION_FILE_BYTES)
             {
-                // The mariadb client skips a missing !include file without a word.
-                self.warnings.push(format!(
-                    "{}: {} does not exist; skipped{}",
-                    self.source_name,
-                    path.display(),
-                    at(from)
-                ));
-                return Ok(());
-            }
-            Err(powerdiag_exporter_web::ReadError::TooLarge(_)) => {
-                return Err(self.err(format!(
-                    "{}{}: larger than 1 MiB; is this really a my.cnf?",
-                    path.display(),
-                    at(from)
-                )));
-            }
-            Err(e) => {
-                return Err(self.err(format!(
-                    "{}{}: cannot read it: {e}",
-                    path.display(),
-                    at(from)
-                )));
-            }
-        };
+                Ok(r) => r,
+                Err(powerdiag_safe_read::ReadError::Io(e))
+                    if e.kind() == std::io::ErrorKind::NotFound && from.is_some() =>
+                {
+                    // The mariadb client skips a missing !include file without a word.
+                    self.warnings.push(format!(
+                        "{}: {} does not exist; skipped{}",
+                        self.source_name,
+                        path.display(),
+                        at(from)
+                    ));
+                    return Ok(());
+                }
+                Err(powerdiag_safe_read::ReadError::TooLarge(_)) => {
+                    return Err(self.err(format!(
+                        "{}{}: larger than 1 MiB; is this really a my.cnf?",
+                        path.display(),
+                        at(from)
+                    )));
+                }
+                Err(e) => {
+                    return Err(self.err(format!(
+                        "{}{}: cannot read it: {e}",
+                        path.display(),
+                        at(from)
+                    )));
+                }
+            };
         self.total_bytes += bytes.len() as u64;
         if self.total_bytes > MAX_TOTAL_BYTES {
             return Err(self.err(format!(
@@ -488,7 +487,7 @@ mod tests {
     use std::{fs, os::unix::fs::PermissionsExt};
 
     use super::*;
-    use crate::collect::mariadb::target::Password;
+    use crate::collect::mariadb::settings::Password;
 
     fn write(path: &Path, text: &str, mode: u32) {
         fs::write(path, text).unwrap();

@@ -2,56 +2,14 @@
 //! usual local defaults. Pure: reading files is the caller's job (`option_file.rs` reads the
 //! defaults file), so every path is testable.
 
-use std::{fmt, path::PathBuf};
+use std::path::PathBuf;
 
 pub use super::option_file::{
     DefaultsFile, MAX_INCLUDE_DEPTH, MAX_OPTION_FILE_BYTES, load_defaults_file, load_named,
 };
+pub use super::settings::{ClientSettings, Password, TargetError};
 use super::tls::parse_bool;
 pub use super::tls::{SslMode, Tls, TlsSwitches};
-
-/// A password that never shows up in `Debug`, `Display` or a snapshot.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Password(String);
-
-impl Password {
-    pub fn new(p: impl Into<String>) -> Password {
-        Password(p.into())
-    }
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Password {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Password(***)")
-    }
-}
-
-/// Connection settings from one source, before defaults are applied.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClientSettings {
-    pub user: Option<String>,
-    pub password: Option<Password>,
-    pub host: Option<String>,
-    pub port: Option<u16>,
-    pub socket: Option<PathBuf>,
-    /// `ssl`, `ssl-ca`, `ssl-cert`, `ssl-key`, `ssl-verify-server-cert`, `ssl-mode`.
-    pub tls: TlsSwitches,
-}
-
-impl ClientSettings {
-    /// Fields of `other` override ours.
-    fn overlay(&mut self, other: ClientSettings) {
-        self.user = other.user.or(self.user.take());
-        self.password = other.password.or(self.password.take());
-        self.host = other.host.or(self.host.take());
-        self.port = other.port.or(self.port.take());
-        self.socket = other.socket.or(self.socket.take());
-        self.tls.overlay(other.tls);
-    }
-}
 
 /// How to reach the server: one endpoint and the credentials for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,16 +54,6 @@ impl Candidate {
             }
         }
     }
-}
-
-/// A connection setting that cannot be used; doctor exits 3 with this message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TargetError {
-    #[error("{source_name}: {message}")]
-    Invalid {
-        source_name: String,
-        message: String,
-    },
 }
 
 fn invalid(source_name: &str, message: impl Into<String>) -> TargetError {

@@ -195,7 +195,7 @@ fn read_pem(option: &'static str, path: &std::path::Path) -> Result<Vec<u8>, Tls
         path: path.to_owned(),
         reason,
     };
-    powerdiag_exporter_web::read_regular_file(path, MAX_PEM_BYTES)
+    powerdiag_safe_read::read_regular_file(path, MAX_PEM_BYTES)
         .map_err(|e| err(format!("cannot read it: {e}")))
 }
 

@@ -131,7 +131,7 @@ pub(crate) fn normal(path: &str) -> String {
 }
 
 fn read_text(path: &Path) -> Result<String, CollectError> {
-    let bytes = powerdiag_exporter_web::read_regular_file(path, MAX_BYTES).map_err(|e| {
+    let bytes = powerdiag_safe_read::read_regular_file(path, MAX_BYTES).map_err(|e| {
         CollectError::Io {
             path: path.into(),
             message: e.to_string(),

@@ -7,7 +7,9 @@
 //! is opened without blocking, and is read up to a cap (a sparse 1 GB `node/online` must not
 //! become 1 GB of memory and of report).
 
-use std::{fs::File, io::Read, path::Path};
+use std::{fs::File, path::Path};
+
+use powerdiag_safe_read::{Kind, ReadError};
 
 use crate::collect::CollectError;
 
@@ -16,54 +18,45 @@ pub(crate) const MAX_FILE: u64 = 8 << 20;
 /// The cap for the mapping lists streamed by [`open`] (`maps`, `smaps_rollup`).
 pub(crate) const MAX_STREAM: u64 = 256 << 20;
 
-/// Opens a regular file without blocking (`O_NONBLOCK`: a FIFO never stalls the open) and
-/// without following a symlink's target onto a non-regular file, limited to `cap` bytes.
+/// Opens a regular file without blocking (`O_NONBLOCK`: a FIFO never stalls the open), checking
+/// the opened file (a symlink is followed; its target must be a regular file), for a stream
+/// that ends after `cap` bytes and one more: a truncation, not an error. The size `fstat`
+/// reports is not used (procfs says 0).
 pub(crate) fn open(path: &Path, cap: u64) -> Result<std::io::Take<File>, CollectError> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            rustix::fs::OFlags::NONBLOCK.bits() as i32 | rustix::fs::OFlags::NOCTTY.bits() as i32,
-        )
-        .open(path)
-        .map_err(|e| CollectError::io(path, &e))?;
-    let meta = f.metadata().map_err(|e| CollectError::io(path, &e))?;
-    let t = meta.file_type();
-    let kind = if t.is_file() {
-        None
-    } else if t.is_dir() {
-        Some("a directory")
-    } else if t.is_fifo() {
-        Some("a FIFO")
-    } else if t.is_char_device() || t.is_block_device() {
-        Some("a device")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else {
-        Some("not a regular file")
-    };
-    if let Some(kind) = kind {
-        return Err(CollectError::NotRegular {
-            path: path.into(),
-            kind,
-        });
-    }
-    Ok(f.take(cap.saturating_add(1)))
+    powerdiag_safe_read::open_truncated(path, cap.saturating_add(1))
+        .map_err(|e| collect_error(path, e))
 }
 
-/// The file's bytes, at most `cap` of them (more is [`CollectError::TooLarge`]).
+/// The file's bytes, at most `cap` of them (more is [`CollectError::TooLarge`]). The size
+/// `fstat` reports is not used: procfs says 0 and sysfs 4096 whatever the content.
 pub(crate) fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, CollectError> {
-    let mut r = open(path, cap)?;
-    let mut buf = Vec::new();
-    r.read_to_end(&mut buf)
-        .map_err(|e| CollectError::io(path, &e))?;
-    if buf.len() as u64 > cap {
-        return Err(CollectError::TooLarge {
+    powerdiag_safe_read::read_pseudo_file(path, cap).map_err(|e| collect_error(path, e))
+}
+
+/// A refused or failed read of `path` as the collectors report it: not found and permission
+/// denied classified as for any I/O error, the kinds of non-regular files in the agent's words.
+fn collect_error(path: &Path, e: ReadError) -> CollectError {
+    match e {
+        ReadError::Io(e) => CollectError::io(path, &e),
+        ReadError::NotRegular(kind) => CollectError::NotRegular {
             path: path.into(),
-            limit: cap,
-        });
+            kind: match kind {
+                Kind::Directory => "a directory",
+                Kind::Fifo => "a FIFO",
+                Kind::CharDevice | Kind::BlockDevice => "a device",
+                Kind::Socket => "a socket",
+                _ => "not a regular file",
+            },
+        },
+        ReadError::TooLarge(limit) => CollectError::TooLarge {
+            path: path.into(),
+            limit,
+        },
+        e => CollectError::Io {
+            path: path.into(),
+            message: e.to_string(),
+        },
     }
-    Ok(buf)
 }
 
 /// The file's text; the error names the path and the reason.
@@ -182,6 +175,63 @@ pub(crate) fn bracketed(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_reads_in_the_collectors_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(dir.path()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{} is a directory, not a regular file; refusing to read it",
+                dir.path().display()
+            )
+        );
+        let e = read(Path::new("/dev/null")).unwrap_err();
+        assert_eq!(
+            e,
+            CollectError::NotRegular {
+                path: "/dev/null".into(),
+                kind: "a device"
+            }
+        );
+        let fifo = dir.path().join("stat");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
+        assert!(
+            matches!(
+                read(&fifo),
+                Err(CollectError::NotRegular { kind: "a FIFO", .. })
+            ),
+            "a FIFO is refused, not waited on"
+        );
+        assert!(open(&fifo, 10).is_err());
+        let absent = dir.path().join("absent");
+        assert_eq!(
+            read(&absent).unwrap_err().to_string(),
+            format!("{} does not exist", absent.display())
+        );
+        // Over the cap: an error for a read, a truncation (one byte past it) for a stream.
+        let online = dir.path().join("online");
+        std::fs::write(&online, "0-3\n").unwrap();
+        assert_eq!(read_bytes(&online, 4).unwrap(), b"0-3\n");
+        assert_eq!(
+            read_bytes(&online, 3).unwrap_err(),
+            CollectError::TooLarge {
+                path: online.clone(),
+                limit: 3
+            }
+        );
+        let mut streamed = Vec::new();
+        std::io::Read::read_to_end(&mut open(&online, 1).unwrap(), &mut streamed).unwrap();
+        assert_eq!(streamed, b"0-");
+    }
+
+    #[test]
+    fn procfs_sizes_are_not_trusted() {
+        // stat says 0 bytes: the file is read whole all the same.
+        let status = read(Path::new("/proc/self/status")).unwrap();
+        assert!(status.starts_with("Name:"), "{status}");
+    }
 
     #[test]
     fn cpu_masks_as_older_kernels_write_them() {
