@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MySQLTuner, pt-variable-advisor and powerdiag side by side on servers with the everyday
-# pitfalls of issue 14 (the README's "Side by side with MySQLTuner and pt-variable-advisor"
+# pitfalls of issue 14 (docs/rules.md's "Side by side with MySQLTuner and pt-variable-advisor"
 # table comes from this output):
 #
 #   tests/bench-peers-advisors.sh

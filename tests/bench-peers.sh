@@ -5,7 +5,7 @@
 #
 #   tests/bench-peers.sh
 #
-# A measurement, not a test: it prints numbers and ratios (the README's "Cost of observing, side
+# A measurement, not a test: it prints numbers and ratios (docs/performance.md's "Cost of observing, side
 # by side" comes from its output) and fails only when it cannot measure. It does its own set-up:
 # tests/harness/setup.sh (the MariaDB 11.8 root), Debian's prometheus-mysqld-exporter and
 # mysqltuner (apt), node_exporter v1.12.1 built by the Go toolchain from the Go module proxy

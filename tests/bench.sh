@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every number of the README's "Performance" section, in one command, on this machine:
+# Every number of docs/performance.md's own measures, in one command, on this machine:
 #
 #   tests/bench.sh
 #
@@ -211,7 +211,7 @@ say "statement digests: one read (aggregate + busiest 100 of 1,000 digests) cost
 
 step "server CPU per statement form: one statement a second on one connection, ${FORM_SAMPLES} times each"
 # What each way of reading variables and status costs mariadbd, against a trivial statement sent
-# the same way (README: why the status read is the floor of an agent sample). Each statement is
+# the same way (docs/performance.md: why the status read is the floor of an agent sample). Each statement is
 # followed by a marker SELECT so the reply is known to be complete; "DO 1" carries the same.
 names() { sed -n "/pub enum $1 {/,/^    }/p" "$ROOT/crates/rules/src/var.rs" | grep -o '=> "[a-z0-9_]*"' | cut -d'"' -f2; }
 in_list() { names "$1" | sed "s/.*/'&'/" | paste -sd, -; }

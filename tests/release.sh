@@ -4,7 +4,7 @@
 # LTO; tests/run.sh builds and checks the debug versions of the same), so run it by hand before
 # a release (as root: the .deb is installed into a chroot):
 #
-#   tests/release.sh            (22-70 minutes measured on the shared 2-core VM; README "Packages")
+#   tests/release.sh            (22-70 minutes measured on the shared 2-core VM; docs/deploy.md "Packages and static binaries")
 #
 #   1. tests/cross.sh build release TARGET... : cargo zigbuild, stripped, static;
 #   2. tests/cross.sh check release TARGET... : each binary (aarch64 and ppc64le under

@@ -37,7 +37,7 @@ fn vectors() -> impl Iterator<Item = Vec<f32>> {
 }
 
 /// Creates `powerdiag_it.docs` with ROWS vectors unless it is already complete, and the
-/// least-privilege monitoring user of the README.
+/// least-privilege monitoring user of docs/connecting.md.
 pub(crate) async fn prepare(server: &Server) {
     let pool = server.pool();
     let mut c = pool.get_conn().await.expect("connect as root");
@@ -203,7 +203,7 @@ fn undersized_cache_thrashes_and_the_fix_works() {
         t.stdout
     );
 
-    // 2. The least-privilege user of the README sees the same verdicts.
+    // 2. The least-privilege user of docs/connecting.md sees the same verdicts.
     let m = doctor_json(&mon, &[]);
     assert_eq!(m.code, 2, "{}", m.stdout);
     assert_eq!(

@@ -1,6 +1,6 @@
 //! The catalogue: every metric the agent exports — name, type, unit, help, labels and when its
 //! series exist. The encoder (`metrics.rs`) can only write a metric declared here, with exactly
-//! the declared labels (a label count that differs does not compile); the README's metric table
+//! the declared labels (a label count that differs does not compile); docs/metrics.md's metric table
 //! is generated from it (`markdown()`, checked by a test) and the deploy tests check every
 //! metric an alert or dashboard uses against it.
 //!
@@ -34,7 +34,7 @@ pub struct Metric<const N: usize> {
     pub unit: Option<&'static str>,
     pub help: &'static str,
     pub labels: [&'static str; N],
-    /// When its series exist (README).
+    /// When its series exist (docs/metrics.md).
     pub when: &'static str,
 }
 
@@ -78,7 +78,7 @@ macro_rules! catalogue {
                 when: $when,
             };
         )*
-        /// Every metric, in the order of the README's table.
+        /// Every metric, in the order of docs/metrics.md's table.
         pub static CATALOGUE: &[Entry] = &[$(
             Entry {
                 name: $name,
@@ -324,7 +324,7 @@ pub fn find(name: &str) -> Option<&'static Entry> {
     CATALOGUE.iter().find(|e| e.name == name)
 }
 
-/// The README's metric table (between its `metrics` markers).
+/// docs/metrics.md's metric table (between its `metrics` markers).
 pub fn markdown() -> String {
     let mut out = String::from(
         "| metric | type | unit | labels | exported when | help |\n|---|---|---|---|---|---|\n",
@@ -425,19 +425,19 @@ mod tests {
 
     #[test]
     fn the_readme_lists_every_metric() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md");
         let readme = std::fs::read_to_string(path).unwrap();
         const BEGIN: &str =
             "<!-- metrics: generated from crates/agent/src/daemon/catalogue.rs -->\n";
         const END: &str = "<!-- /metrics -->";
         let start = readme
             .find(BEGIN)
-            .expect("README.md lacks the metrics marker")
+            .expect("docs/metrics.md lacks the metrics marker")
             + BEGIN.len();
         let end = start
             + readme[start..]
                 .find(END)
-                .expect("README.md lacks <!-- /metrics -->");
+                .expect("docs/metrics.md lacks <!-- /metrics -->");
         let table = markdown();
         if readme[start..end] != table {
             if std::env::var_os("UPDATE_README").is_some() {
@@ -445,7 +445,7 @@ mod tests {
                 std::fs::write(path, updated).unwrap();
             } else {
                 panic!(
-                    "README.md's metric table is stale: run `UPDATE_README=1 cargo test -p powerdiag-agent catalogue`"
+                    "docs/metrics.md's metric table is stale: run `UPDATE_README=1 cargo test -p powerdiag-agent catalogue`"
                 );
             }
         }

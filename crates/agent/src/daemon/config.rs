@@ -35,7 +35,7 @@ pub struct SampleConfig {
     /// minutes and the counters stay counters (rates over any range are right). A slower
     /// cadence does not make the server's share cheaper in proportion: what a sample's
     /// statements touch goes cold between samples, and on the test VM a sample after 5 minutes
-    /// cost the server ~6.5 ms against ~1 ms after 1 minute (README, "Cost of observing").
+    /// cost the server ~6.5 ms against ~1 ms after 1 minute (docs/performance.md, "Cost of observing").
     #[serde(with = "humantime_serde")]
     pub interval: Duration,
     /// Deadline for connecting and for each SQL statement.
@@ -113,7 +113,7 @@ impl Default for ProbeConfig {
 /// 1,000 digests, more when it comes rarely, ~5× that with the table full at its default
 /// 5,000), the largest single read the agent asks of the server. The first interval after a
 /// start ends at the first sample a minute or more later, so verdicts do not wait ten minutes
-/// (README, "Cost of observing").
+/// (docs/performance.md, "Cost of observing").
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StatementsConfig {

@@ -3,7 +3,7 @@ use powerdiag_rules::{
 };
 use serde::Serialize;
 
-/// The `--format json` document (README "JSON report" documents every field).
+/// The `--format json` document (docs/report-json.md documents every field).
 #[derive(Debug, Serialize)]
 pub(crate) struct DoctorJson<'a> {
     pub(crate) schema_version: u32,

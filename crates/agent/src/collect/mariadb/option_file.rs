@@ -13,7 +13,7 @@
 //! file is read through `read_regular_file` (regular files only, opened without blocking,
 //! 1 MiB each).
 //!
-//! A file that sets a password and that group or others may read draws a warning (README: mode
+//! A file that sets a password and that group or others may read draws a warning (docs/connecting.md: mode
 //! 0600); the caller logs it (the agent) or prints it on stderr (doctor, collect).
 
 use std::path::{Path, PathBuf};

@@ -50,7 +50,7 @@ impl Session {
                     kind: DbErrorKind::Tls,
                     message: format!("{target}: {e}"),
                     hint: format!(
-                        "fix {} in {} (a readable PEM file; README: TLS to MariaDB)",
+                        "fix {} in {} (a readable PEM file; docs/connecting.md: TLS to MariaDB)",
                         e.option, c.source
                     ),
                 });
@@ -386,7 +386,7 @@ fn classify(e: &mysql_async::Error, target: &str, c: &Candidate, with_tls: bool)
             kind: DbErrorKind::Protocol,
             message: format!("{target}: {text}"),
             hint: if text.contains("auth") {
-                "the account uses an authentication plugin powerdiag does not speak; create the monitoring user with a password (see README, least-privilege GRANTs)".into()
+                "the account uses an authentication plugin powerdiag does not speak; create the monitoring user with a password (see docs/connecting.md, least-privilege GRANTs)".into()
             } else {
                 "is this a MariaDB or MySQL server?".into()
             },
@@ -405,7 +405,7 @@ pub(crate) fn classify_query(e: &mysql_async::Error, target: &str) -> DbError {
                 | code::SPECIFIC_ACCESS_DENIED
                 | code::DBACCESS_DENIED => (
                     DbErrorKind::MissingPrivilege,
-                    "grant the privilege named in the message (README: least-privilege GRANTs)",
+                    "grant the privilege named in the message (docs/connecting.md: least-privilege GRANTs)",
                 ),
                 code::STATEMENT_TIMEOUT => (DbErrorKind::Timeout, "raise --timeout"),
                 _ => (DbErrorKind::Other, ""),
