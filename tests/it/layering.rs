@@ -30,7 +30,7 @@
 //! A **circle** is a cycle in this graph: two sibling files using each other, a child and its
 //! (non-root) parent's own logic using each other, or a longer loop. Each elementary cycle is
 //! listed as `a.rs -> b.rs -> a.rs`, starting at its smallest node by name (paths from the
-//! workspace root); the test fails on any cycle not in [`KNOWN`]. At most 200 cycles are listed.
+//! workspace root); the test fails on any. At most 200 cycles are listed.
 //!
 //! What this does not see: an inherent method called on a type defined elsewhere (`impl T` blocks
 //! in several files need no `use`), macros, and paths that start with a name brought in by a
@@ -41,64 +41,6 @@ use std::{
     fs,
     path::{Path, PathBuf},
 };
-
-/// Circles that remain today: the MariaDB parts' registry (`part.rs`) and the parts it lists,
-/// being removed by issue 31's collector work; and the rules crate's core, found when this test
-/// was added. Printed when the test runs; an entry that no longer occurs is printed as stale,
-/// not failed, so the change that removes it need not touch this file at the same time.
-const KNOWN: &[&str] = &[
-    // being removed by issue 31's collector work
-    "crates/agent/src/collect/mariadb/innodb.rs -> crates/agent/src/collect/mariadb/part.rs -> crates/agent/src/collect/mariadb/innodb.rs",
-    "crates/agent/src/collect/mariadb/part.rs -> crates/agent/src/collect/mariadb/probe.rs -> crates/agent/src/collect/mariadb/part.rs",
-    "crates/agent/src/collect/mariadb/part.rs -> crates/agent/src/collect/mariadb/statements.rs -> crates/agent/src/collect/mariadb/part.rs",
-    "crates/agent/src/collect/mariadb/part.rs -> crates/agent/src/collect/mariadb/vector.rs -> crates/agent/src/collect/mariadb/part.rs",
-    // Found when this test was added, in the rules crate's core (`Verdict` in rule.rs needs
-    // report.rs's `Status`, `Rule` needs settings.rs's `Limits`, settings.rs validates against
-    // `RULES`, ...): not covered by issue 31, not scheduled yet.
-    "crates/rules/src/os.rs -> crates/rules/src/rule.rs -> crates/rules/src/report.rs -> crates/rules/src/settings.rs -> crates/rules/src/os.rs",
-    "crates/rules/src/os.rs -> crates/rules/src/rule.rs -> crates/rules/src/settings.rs -> crates/rules/src/os.rs",
-    "crates/rules/src/report.rs -> crates/rules/src/rule.rs -> crates/rules/src/report.rs",
-    "crates/rules/src/report.rs -> crates/rules/src/rules/mod.rs -> crates/rules/src/rule.rs -> crates/rules/src/report.rs",
-    "crates/rules/src/report.rs -> crates/rules/src/settings.rs -> crates/rules/src/rule.rs -> crates/rules/src/report.rs",
-    "crates/rules/src/report.rs -> crates/rules/src/settings.rs -> crates/rules/src/rules/mod.rs -> crates/rules/src/rule.rs -> crates/rules/src/report.rs",
-    "crates/rules/src/rule.rs -> crates/rules/src/settings.rs -> crates/rules/src/rule.rs",
-    "crates/rules/src/rule.rs -> crates/rules/src/settings.rs -> crates/rules/src/rules/mod.rs -> crates/rules/src/rule.rs",
-];
-
-/// Rules that name another rule's module today, as `(file, other rule's module)`: they share a
-/// helper or constant through the other rule instead of a helper module. Printed when the test
-/// runs; stale entries are printed, not failed.
-const KNOWN_RULE_IMPORTS: &[(&str, &str)] = &[
-    // being removed by issue 31's collector work
-    (
-        "crates/rules/src/rules/pd102_mhnsw_cache_thrashing.rs",
-        "pd101_mhnsw_cache_undersized",
-    ),
-    (
-        "crates/rules/src/rules/pd205_innodb_buffer_pool_undersized.rs",
-        "pd503_memory_overcommitted",
-    ),
-    (
-        "crates/rules/src/rules/pd208_tmp_tables_on_disk.rs",
-        "pd503_memory_overcommitted",
-    ),
-    (
-        "crates/rules/src/rules/pd209_connections_near_limit.rs",
-        "pd503_memory_overcommitted",
-    ),
-    (
-        "crates/rules/src/rules/pd402_lpar_dedicated_capped_latency.rs",
-        "pd401_lpar_donating_mode",
-    ),
-    (
-        "crates/rules/src/rules/pd407_entitlement_low_per_vcpu.rs",
-        "pd401_lpar_donating_mode",
-    ),
-    (
-        "crates/rules/src/rules/pd703_statement_rows_examined_high.rs",
-        "pd701_statement_no_index",
-    ),
-];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -112,29 +54,10 @@ fn no_import_circles() {
         let graph = Graph::of_crate(&root, &krate);
         found.extend(graph.cycles());
     }
-    let known: BTreeSet<&str> = KNOWN.iter().copied().collect();
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|c| !known.contains(c.as_str()))
-        .collect();
-    let stale: Vec<&&str> = KNOWN
-        .iter()
-        .filter(|k| !found.iter().any(|c| c == *k))
-        .collect();
-    println!("import circles allowed (KNOWN; see its comments for why each is there):");
-    for k in KNOWN {
-        println!("  {k}");
-    }
-    for s in &stale {
-        println!("stale KNOWN entry (no longer a circle: remove it): {s}");
-    }
     assert!(
-        new.is_empty(),
-        "import circles between files (see the definition in tests/it/layering.rs):\n  {}",
-        new.iter()
-            .map(|c| c.as_str())
-            .collect::<Vec<_>>()
-            .join("\n  ")
+        found.is_empty(),
+        "import circles between files (see the definition in tests/it/layering.rs): move what both sides use into a module of its own\n  {}",
+        found.join("\n  ")
     );
 }
 
@@ -166,23 +89,7 @@ fn no_rule_imports_another_rule() {
             found.push((format!("crates/rules/src/rules/{name}.rs"), other));
         }
     }
-    let known: BTreeSet<(&str, &str)> = KNOWN_RULE_IMPORTS.iter().copied().collect();
-    println!(
-        "rules allowed to name another rule (KNOWN_RULE_IMPORTS, being removed by issue 31's collector work):"
-    );
-    for (file, other) in KNOWN_RULE_IMPORTS {
-        println!("  {file} -> {other}");
-    }
-    for (file, other) in KNOWN_RULE_IMPORTS {
-        if !found.iter().any(|(f, o)| f == file && o == other) {
-            println!("stale KNOWN_RULE_IMPORTS entry (remove it): {file} -> {other}");
-        }
-    }
-    let new: Vec<String> = found
-        .iter()
-        .filter(|(f, o)| !known.contains(&(f.as_str(), o.as_str())))
-        .map(|(f, o)| format!("{f} -> {o}"))
-        .collect();
+    let new: Vec<String> = found.iter().map(|(f, o)| format!("{f} -> {o}")).collect();
     assert!(
         new.is_empty(),
         "a rule names another rule's module (share through a helper module instead):\n  {}",

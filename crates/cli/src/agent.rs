@@ -52,6 +52,7 @@ pub(crate) fn run(args: &AgentArgs) -> Result<u8> {
             target: env!("POWERDIAG_TARGET").to_owned(),
             rustc: env!("POWERDIAG_RUSTC_VERSION").to_owned(),
         },
+        collectors: args.collectors.selection.clone(),
     };
     // One thread serves the scrapes and runs the sampler's statements: a scrape is answered
     // from the last sample, and two workers handing each request between them cost more than

@@ -39,6 +39,9 @@ pub(crate) enum Command {
     Doctor(DoctorArgs),
     /// List every rule: code, name, severity and what it detects
     Rules(RulesArgs),
+    /// List every collector: its name (for --collector.NAME / --no-collector.NAME and the
+    /// agent's [collectors] table), whether it runs by default, what it needs and what it reads
+    Collectors(CollectorsArgs),
     /// Print a rule's full explanation, its evidence from field reports, and the remediation
     Explain(ExplainArgs),
     /// Collect one snapshot of every fact doctor uses (no secrets) and write it as JSON
@@ -129,6 +132,9 @@ pub(crate) struct AgentArgs {
 
     #[command(flatten)]
     pub(crate) connection: ConnectionArgs,
+
+    #[command(flatten)]
+    pub(crate) collectors: crate::collector_flags::CollectorFlags,
 
     #[command(flatten)]
     pub(crate) paths: PathArgs,
@@ -294,6 +300,9 @@ pub(crate) struct CollectArgs {
 
     #[command(flatten)]
     pub(crate) paths: PathArgs,
+
+    #[command(flatten)]
+    pub(crate) collectors: crate::collector_flags::CollectorFlags,
 }
 
 fn parse_statements_window(s: &str) -> Result<Duration, String> {
@@ -362,6 +371,13 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub(crate) struct RulesArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CollectorsArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

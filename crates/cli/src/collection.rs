@@ -40,6 +40,7 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,
         sample_window: args.sample_window,
+        collectors: args.collectors.selection.clone(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,6 +3,8 @@
 mod agent;
 mod args;
 mod collection;
+mod collector_flags;
+mod collectors;
 mod diff;
 mod doctor;
 mod explain;
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Doctor(a) => doctor::run(&a),
         Command::Rules(a) => explain::list(&a),
+        Command::Collectors(a) => collectors::list(&a),
         Command::Explain(a) => explain::explain(&a),
         Command::Collect(a) => snapshot::collect(&a),
         Command::Diff(a) => diff::run(&a),

@@ -21,6 +21,7 @@ mod settings;
 mod snapshot;
 mod statements;
 pub mod testing;
+mod threshold;
 mod value;
 mod var;
 mod version;
@@ -32,17 +33,18 @@ pub use diff::{
 pub use innodb::{InnodbSize, OpenTransaction, Transactions};
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
-pub use report::{Check, Report, Status, evaluate, evaluate_with};
+pub use report::{Check, Report, evaluate, evaluate_with};
 pub use rule::{
-    Declared, Impact, PLATFORM_HEADINGS, Platform, Rule, RuleMeta, Scope, Severity, Verdict,
+    Declared, Impact, PLATFORM_HEADINGS, Platform, Rule, RuleMeta, Scope, Severity, Status, Verdict,
 };
 pub use rules::{RULES, find_rule};
-pub use settings::{Limits, Settings, SettingsError, Threshold, Unit};
+pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{
     Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements,
     display_text, format_secs, format_us, short_digest,
 };
+pub use threshold::{Limits, Threshold, Unit};
 pub use value::{format_bytes, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};
 pub use version::{Flavour, ServerVersion};

@@ -444,7 +444,4 @@ impl crate::Snapshot {
     }
 }
 
-/// `0.123` → `12.3%`.
-pub(crate) fn pct(share: f64) -> String {
-    format!("{:.1}%", share * 100.0)
-}
+pub(crate) use crate::value::pct;

@@ -2,35 +2,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RULES, Rule, Scope, Settings, Severity, Snapshot};
-
-/// A verdict's status, as it appears in JSON and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Fail,
-    Pass,
-    NotApplicable,
-    InsufficientData,
-}
-
-impl Status {
-    pub const ALL: [Status; 4] = [
-        Status::Fail,
-        Status::Pass,
-        Status::NotApplicable,
-        Status::InsufficientData,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Fail => "fail",
-            Status::Pass => "pass",
-            Status::NotApplicable => "not_applicable",
-            Status::InsufficientData => "insufficient_data",
-        }
-    }
-}
+use crate::{RULES, Rule, Scope, Settings, Severity, Snapshot, Status};
 
 /// One rule's verdict with the rule's identity, as reported.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Limits, Snapshot, Threshold, report::Status};
+use crate::{Limits, Snapshot, Threshold};
 
 /// How bad a failing rule is. Ordered: `Info < Warning < Critical`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -356,6 +356,34 @@ fn is_marker(word: &str) -> bool {
 /// from a bare constant, so configuration reaches it.
 pub trait Rule: Sync + fmt::Debug + Declared {
     fn check(&self, snapshot: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict>;
+}
+
+/// A verdict's status, as it appears in JSON and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Fail,
+    Pass,
+    NotApplicable,
+    InsufficientData,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [
+        Status::Fail,
+        Status::Pass,
+        Status::NotApplicable,
+        Status::InsufficientData,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Fail => "fail",
+            Status::Pass => "pass",
+            Status::NotApplicable => "not_applicable",
+            Status::InsufficientData => "insufficient_data",
+        }
+    }
 }
 
 /// The static half of a rule, implemented by [`declare_rule!`] (never by hand): its

@@ -23,6 +23,11 @@ pub fn parse_u64(raw: &str) -> Option<u64> {
 }
 
 /// Human-readable binary size: `16 MiB`, `1.5 GiB`, `512 B`.
+/// `0.123` → `12.3%`.
+pub(crate) fn pct(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut value = bytes as f64;

@@ -3,13 +3,14 @@
 //!
 //! Each collector, SQL or OS, has a [`Descriptor`] (name, help, enabled by default, what it
 //! needs). The registry lists live in each folder's `mod.rs` (`host::COLLECTOR`,
-//! `mariadb::COLLECTORS`, `os::SECTIONS`); [`all`] joins them, and the `--collector.NAME` /
-//! `--no-collector.NAME` flags, the agent's `[collectors]` table and `powerdiag collectors` are
-//! made from it. [`execute`] and [`execute_async`] are the only code that times a collector
+//! `mariadb::collectors()`, `os::SECTIONS`); `collect::collectors()` joins them, and the
+//! `--collector.NAME` / `--no-collector.NAME` flags, the agent's `[collectors]` table and
+//! `powerdiag collectors` are made from it. This module knows none of them (it is what they
+//! import). [`execute`] and [`execute_async`] are the only code that times a collector
 //! and builds its [`CollectorRun`]: a disabled collector, or one whose server is too old, is
 //! [`CollectError::Skipped`] and reports no run; every other error is a failed run.
 
-use std::{collections::BTreeSet, future::Future, time::Instant};
+use std::{collections::BTreeMap, future::Future, time::Instant};
 
 use powerdiag_rules::{CollectorRun, Gathered, ServerVersion};
 
@@ -51,44 +52,30 @@ impl Requires {
     }
 }
 
-/// Every collector, in the order a collection runs them.
-pub fn all() -> Vec<&'static Descriptor> {
-    let mut out = vec![&super::host::COLLECTOR];
-    out.extend(super::mariadb::collectors());
-    out.extend(super::os::SECTIONS.iter().copied());
-    out
-}
-
-/// The collectors a user turned on or off, checked against the registry.
+/// The collectors a user turned on or off, checked against the registry: each choice with
+/// where it was made, so that a skipped collector names the way back.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
-    /// Names turned on that are off by default.
-    enabled: BTreeSet<&'static str>,
-    /// Names turned off.
-    disabled: BTreeSet<&'static str>,
-    /// Where the choice was made, for the reason a skipped collector gives: `flag` or `config`.
-    source: Source,
+    choices: BTreeMap<&'static str, (bool, Source)>,
 }
 
+/// Where a collector was turned on or off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Source {
+    /// `--collector.NAME` / `--no-collector.NAME`.
     #[default]
     Flags,
+    /// The agent's `[collectors]` table.
     Config,
 }
 
 /// A name that is no collector.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown collector {name:?}: the collectors are {} (powerdiag collectors lists them)",
-    known()
-)]
+#[error("unknown collector {name:?}: the collectors are {known} (powerdiag collectors lists them)")]
 pub struct UnknownCollector {
     pub name: String,
-}
-
-fn known() -> String {
-    all().iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+    /// Every collector's name, comma-separated.
+    pub known: String,
 }
 
 impl Selection {
@@ -97,49 +84,54 @@ impl Selection {
         Selection::default()
     }
 
-    /// `choices` as `(name, on)`; a later choice for the same name wins.
+    /// `choices` as `(name, on)`, each one of `registry`'s collectors; a later choice for the
+    /// same name wins.
     pub fn from_choices<'a>(
+        registry: &[&'static Descriptor],
         choices: impl IntoIterator<Item = (&'a str, bool)>,
         source: Source,
     ) -> Result<Selection, UnknownCollector> {
-        let mut s = Selection {
-            source,
-            ..Selection::default()
-        };
+        let mut s = Selection::default();
         for (name, on) in choices {
-            let d = find(name).ok_or_else(|| UnknownCollector { name: name.into() })?;
-            s.enabled.remove(d.name);
-            s.disabled.remove(d.name);
-            if on != d.default_enabled {
-                if on {
-                    s.enabled.insert(d.name);
-                } else {
-                    s.disabled.insert(d.name);
-                }
-            }
+            let d = registry
+                .iter()
+                .find(|d| d.name == name)
+                .ok_or_else(|| UnknownCollector {
+                    name: name.into(),
+                    known: registry
+                        .iter()
+                        .map(|d| d.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+            s.choices.insert(d.name, (on, source));
         }
         Ok(s)
     }
 
+    /// These choices, with `over`'s winning where both choose (the agent's flags over its
+    /// configuration file).
+    pub fn overridden_by(&self, over: &Selection) -> Selection {
+        let mut s = self.clone();
+        s.choices.extend(over.choices.iter().map(|(k, v)| (*k, *v)));
+        s
+    }
+
     pub fn is_enabled(&self, d: &Descriptor) -> bool {
-        if d.default_enabled {
-            !self.disabled.contains(d.name)
-        } else {
-            self.enabled.contains(d.name)
-        }
+        self.choices
+            .get(d.name)
+            .map_or(d.default_enabled, |(on, _)| *on)
     }
 
     /// The skip of a collector that is not enabled, in the words its section will quote.
     fn skip(&self, d: &Descriptor) -> CollectError {
-        let how = match (self.source, d.default_enabled) {
-            (Source::Flags, true) => format!("--no-collector.{}", d.name),
-            (Source::Flags, false) => format!("off by default; --collector.{} turns it on", d.name),
-            (Source::Config, true) => format!("[collectors] {} = false", d.name),
-            (Source::Config, false) => {
-                format!("off by default; [collectors] {} = true turns it on", d.name)
-            }
+        let source = self.choices.get(d.name).map(|(_, s)| *s);
+        let how = match source {
+            Some(Source::Flags) => format!("--no-collector.{}", d.name),
+            Some(Source::Config) => format!("[collectors] {} = false in the configuration", d.name),
+            None => format!("default (--collector.{} turns it on)", d.name),
         };
-        CollectError::skipped(format!("the {} collector is disabled ({how})", d.name))
+        CollectError::skipped(format!("the {} collector is disabled by {how}", d.name))
     }
 
     /// Whether `d` may run: enabled, and its server new enough.
@@ -162,15 +154,16 @@ impl Selection {
         Ok(())
     }
 
-    /// The names turned off, for a report's summary.
-    pub fn disabled(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.disabled.iter().copied()
+    /// The names of `registry`'s collectors that will not run, in its order.
+    pub fn disabled<'a>(
+        &'a self,
+        registry: &'a [&'static Descriptor],
+    ) -> impl Iterator<Item = &'static str> + 'a {
+        registry
+            .iter()
+            .filter(|d| !self.is_enabled(d))
+            .map(|d| d.name)
     }
-}
-
-/// The collector named `name`.
-pub fn find(name: &str) -> Option<&'static Descriptor> {
-    all().into_iter().find(|d| d.name == name)
 }
 
 /// Runs one collector: gated by `selection` (and the server's version), timed, and reported
@@ -228,87 +221,5 @@ fn run_of<T>(
             success: out.is_ok(),
             error: out.as_ref().err().map(ToString::to_string),
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_snake_case_and_helped() {
-        let mut seen = BTreeSet::new();
-        for d in all() {
-            assert!(seen.insert(d.name), "{} listed twice", d.name);
-            assert!(
-                d.name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()),
-                "{}",
-                d.name
-            );
-            assert!(d.help.len() > 20 && !d.help.ends_with('.'), "{}", d.name);
-        }
-        for name in [
-            "host",
-            "mariadb",
-            "mariadb_statements",
-            "mariadb_innodb",
-            "mariadb_vector_indexes",
-            "mariadb_probe",
-            "process",
-            "cpu_time",
-            "cpu",
-            "topology",
-            "memory",
-            "partition",
-            "counters",
-            "swap",
-            "storage",
-        ] {
-            assert!(find(name).is_some(), "{name} is not registered");
-        }
-    }
-
-    #[test]
-    fn selections_skip_with_the_way_back() {
-        let s = Selection::from_choices(
-            [("cpu", false), ("swap", false), ("swap", true)],
-            Source::Flags,
-        )
-        .unwrap();
-        let cpu = find("cpu").unwrap();
-        let (out, run) = execute(cpu, &s, None, || Ok(1));
-        assert!(run.is_none(), "a disabled collector reports no run");
-        assert_eq!(
-            out.unwrap_err().to_string(),
-            "the cpu collector is disabled (--no-collector.cpu)"
-        );
-        assert!(s.is_enabled(find("swap").unwrap()), "the later choice wins");
-        assert_eq!(s.disabled().collect::<Vec<_>>(), ["cpu"]);
-        let e = Selection::from_choices([("cpus", false)], Source::Config).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("unknown collector \"cpus\": the collectors are host, mariadb,"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn too_old_a_server_skips_and_failures_are_runs() {
-        let v = find("mariadb_vector_indexes").unwrap();
-        let old = ServerVersion::parse("10.11.14-MariaDB", "").unwrap();
-        let (out, run) = execute(v, &Selection::defaults(), Some(&old), || Ok(()));
-        assert!(run.is_none());
-        assert_eq!(
-            out.unwrap_err().to_string(),
-            "the mariadb_vector_indexes collector needs MariaDB 11.7 or later (this server: 10.11.14)"
-        );
-        let (out, run) = execute(find("cpu").unwrap(), &Selection::defaults(), None, || {
-            Err::<(), _>(CollectError::unsupported("no cpufreq"))
-        });
-        let run = run.unwrap();
-        assert!(out.is_err() && !run.success);
-        assert_eq!(run.error.as_deref(), Some("unavailable: no cpufreq"));
     }
 }

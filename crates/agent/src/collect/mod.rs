@@ -43,6 +43,19 @@ pub struct CollectOptions {
     pub collectors: collector::Selection,
 }
 
+/// Every collector, in the order a collection runs them: the host, MariaDB's, the OS sections.
+pub fn collectors() -> Vec<&'static collector::Descriptor> {
+    let mut out = vec![&host::COLLECTOR];
+    out.extend(mariadb::collectors());
+    out.extend(os::SECTIONS.iter().copied());
+    out
+}
+
+/// The collector named `name`.
+pub fn find_collector(name: &str) -> Option<&'static collector::Descriptor> {
+    collectors().into_iter().find(|d| d.name == name)
+}
+
 /// Statistics about a collection that are not facts about the host.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CollectStats {
@@ -101,7 +114,7 @@ pub async fn collect(
         )
     };
     if let Some(db) = &mut db {
-        db.before_window(observer).await;
+        db.before_window().await;
     }
 
     // 3. Open the OS window (on a blocking thread) and the status window together, so both
@@ -286,5 +299,97 @@ mod tests {
                 ("innodb_log_group_home_dir".into(), "/var/lib/mysql/".into()),
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod collector_tests {
+    use std::collections::BTreeSet;
+
+    use super::{
+        CollectError,
+        collector::{Selection, Source, execute},
+        collectors, find_collector as find,
+    };
+    use powerdiag_rules::ServerVersion;
+
+    #[test]
+    fn names_are_unique_snake_case_and_helped() {
+        let mut seen = BTreeSet::new();
+        for d in collectors() {
+            assert!(seen.insert(d.name), "{} listed twice", d.name);
+            assert!(
+                d.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()),
+                "{}",
+                d.name
+            );
+            assert!(d.help.len() > 20 && !d.help.ends_with('.'), "{}", d.name);
+        }
+        for name in [
+            "host",
+            "mariadb",
+            "mariadb_statements",
+            "mariadb_innodb",
+            "mariadb_vector_indexes",
+            "mariadb_probe",
+            "process",
+            "cpu_time",
+            "cpu",
+            "topology",
+            "memory",
+            "partition",
+            "counters",
+            "swap",
+            "storage",
+        ] {
+            assert!(find(name).is_some(), "{name} is not registered");
+        }
+    }
+
+    #[test]
+    fn selections_skip_with_the_way_back() {
+        let s = Selection::from_choices(
+            &collectors(),
+            [("cpu", false), ("swap", false), ("swap", true)],
+            Source::Flags,
+        )
+        .unwrap();
+        let cpu = find("cpu").unwrap();
+        let (out, run) = execute(cpu, &s, None, || Ok(1));
+        assert!(run.is_none(), "a disabled collector reports no run");
+        assert_eq!(
+            out.unwrap_err().to_string(),
+            "the cpu collector is disabled by --no-collector.cpu"
+        );
+        assert!(s.is_enabled(find("swap").unwrap()), "the later choice wins");
+        let all = collectors();
+        assert_eq!(s.disabled(&all).collect::<Vec<_>>(), ["cpu"]);
+        let e =
+            Selection::from_choices(&collectors(), [("cpus", false)], Source::Config).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("unknown collector \"cpus\": the collectors are host, mariadb,"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn too_old_a_server_skips_and_failures_are_runs() {
+        let v = find("mariadb_vector_indexes").unwrap();
+        let old = ServerVersion::parse("10.11.14-MariaDB", "").unwrap();
+        let (out, run) = execute(v, &Selection::defaults(), Some(&old), || Ok(()));
+        assert!(run.is_none());
+        assert_eq!(
+            out.unwrap_err().to_string(),
+            "the mariadb_vector_indexes collector needs MariaDB 11.7 or later (this server: 10.11.14)"
+        );
+        let (out, run) = execute(find("cpu").unwrap(), &Selection::defaults(), None, || {
+            Err::<(), _>(CollectError::unsupported("no cpufreq"))
+        });
+        let run = run.unwrap();
+        assert!(out.is_err() && !run.success);
+        assert_eq!(run.error.as_deref(), Some("unavailable: no cpufreq"));
     }
 }

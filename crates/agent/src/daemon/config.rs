@@ -282,6 +282,7 @@ impl Config {
         }
         c.rules.settings = c.rules.to_settings().map_err(err)?;
         c.selection = Selection::from_choices(
+            &crate::collect::collectors(),
             c.collectors.iter().map(|(name, on)| (name.as_str(), *on)),
             Source::Config,
         )

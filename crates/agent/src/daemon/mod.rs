@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::collect::{
+    collector::Selection,
     mariadb::target::{self, Candidate, TargetRequest},
     os::Roots,
 };
@@ -44,6 +45,9 @@ pub struct AgentOptions {
     pub roots: Roots,
     /// `powerdiag_build_info`'s labels (the binary's build script knows them).
     pub build: BuildInfo,
+    /// Collectors turned on or off by `--collector.NAME` / `--no-collector.NAME`: they win
+    /// over the configuration file's `[collectors]`, at start and on every reload.
+    pub collectors: Selection,
 }
 
 /// What SIGHUP needs to plan the MariaDB targets again: the defaults file's path and the rest
@@ -111,10 +115,11 @@ pub fn parse_listen(address: &str) -> Result<SocketAddr, AgentError> {
 /// Loads the configuration (or the defaults), binds, then runs until SIGTERM/SIGINT.
 /// Everything that can be wrong with the flags or the file fails here, before binding.
 pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
-    let config = match &opts.config_file {
+    let mut config = match &opts.config_file {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
+    config.selection = config.selection.overridden_by(&opts.collectors);
     // Builds the TLS configuration too: a bad certificate fails before binding.
     let web = match &opts.web_config_file {
         Some(p) => Some(Arc::new(web::load(p)?)),
@@ -167,6 +172,7 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
     tokio::spawn(signals(
         Reloadable {
             config_file: opts.config_file.clone(),
+            collectors: opts.collectors.clone(),
             config: config_tx,
             web_config_file: opts.web_config_file.clone(),
             web: web_tx,
@@ -206,6 +212,8 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
 /// What SIGHUP re-reads, and where the new versions go.
 struct Reloadable {
     config_file: Option<PathBuf>,
+    /// The command line's collector choices, applied over each reloaded file's.
+    collectors: Selection,
     config: watch::Sender<Arc<Config>>,
     web_config_file: Option<PathBuf>,
     web: watch::Sender<Option<Arc<WebConfig>>>,
@@ -224,7 +232,8 @@ impl Reloadable {
         match &self.config_file {
             None => tracing::info!("SIGHUP: no --config.file to reload"),
             Some(p) => match Config::load(p) {
-                Ok(c) => {
+                Ok(mut c) => {
+                    c.selection = c.selection.overridden_by(&self.collectors);
                     tracing::info!(file = %p.display(), "SIGHUP: configuration reloaded");
                     self.config.send_replace(Arc::new(c));
                 }
@@ -395,6 +404,7 @@ mod tests {
         let (status, status_rx) = watch::channel(ReloadStatus::loaded(SystemTime::UNIX_EPOCH));
         let files = Reloadable {
             config_file: None,
+            collectors: Selection::defaults(),
             config,
             web_config_file,
             web,

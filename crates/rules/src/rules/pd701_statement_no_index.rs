@@ -144,13 +144,7 @@ pub(crate) mod tests {
         crate::rules::examples::orm_report()
     }
 
-    pub(crate) const LISTING: &str = "SELECT `id` , `name` , `state` , `date` FROM `patchwork_patch` WHERE `project_id` = ? AND `state` = ? ORDER BY `date` DESC LIMIT ?";
-
-    pub(crate) fn scan() -> crate::Digest {
-        let mut d = digest(LISTING, 200, 8_000_000, 100_000, 50);
-        d.no_index_used = 200;
-        d
-    }
+    use crate::rules::examples::scan;
 
     #[test]
     fn fails_on_a_dominant_scan_and_names_it() {

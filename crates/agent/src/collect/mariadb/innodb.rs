@@ -45,22 +45,30 @@ pub(crate) fn session_sql(id: u64) -> String {
     format!("SELECT USER, HOST, COMMAND, TIME FROM information_schema.PROCESSLIST WHERE ID = {id}")
 }
 
+/// Why the size row cannot be used: the section's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SizeError {
+    #[error("mysql.innodb_table_stats returned no row")]
+    NoRow,
+    #[error("unreadable {0}")]
+    Unreadable(&'static str),
+    #[error(
+        "mysql.innodb_table_stats is empty: no InnoDB table has persistent statistics (innodb_stats_persistent = OFF, or no tables)"
+    )]
+    Empty,
+}
+
 /// The size row, or why it is unusable.
-pub(crate) fn parse_size(rows: &[TextRow]) -> Result<InnodbSize, String> {
-    let row = rows
-        .first()
-        .ok_or("mysql.innodb_table_stats returned no row")?;
-    let tables = tcol_u64(row, 0).ok_or("unreadable table count")?;
+pub(crate) fn parse_size(rows: &[TextRow]) -> Result<InnodbSize, SizeError> {
+    let row = rows.first().ok_or(SizeError::NoRow)?;
+    let tables = tcol_u64(row, 0).ok_or(SizeError::Unreadable("table count"))?;
     if tables == 0 {
-        return Err(
-            "mysql.innodb_table_stats is empty: no InnoDB table has persistent statistics (innodb_stats_persistent = OFF, or no tables)"
-                .into(),
-        );
+        return Err(SizeError::Empty);
     }
     Ok(InnodbSize {
         tables,
-        data_bytes: tcol_u64(row, 1).ok_or("unreadable clustered index size")?,
-        index_bytes: tcol_u64(row, 2).ok_or("unreadable secondary index size")?,
+        data_bytes: tcol_u64(row, 1).ok_or(SizeError::Unreadable("clustered index size"))?,
+        index_bytes: tcol_u64(row, 2).ok_or(SizeError::Unreadable("secondary index size"))?,
         oldest_stats_age_seconds: tcol(row, 3)
             .and_then(|s| s.trim().parse::<i64>().ok())
             .map(|s| s.max(0) as u64),
@@ -107,7 +115,7 @@ pub(crate) async fn read_size(s: &mut Session) -> Gathered<InnodbSize> {
     match s.query(SIZE_SQL).await {
         Ok(rows) => match parse_size(&text_rows(&rows)) {
             Ok(size) => Gathered::Available(size),
-            Err(e) => Gathered::Unavailable(e),
+            Err(e) => Gathered::Unavailable(e.to_string()),
         },
         Err(e) => {
             let hint = format!(
@@ -170,7 +178,7 @@ struct Kept {
 
 fn fresh<T: Clone>(kept: &Option<(Instant, T)>, refresh: Duration) -> Option<T> {
     let (at, v) = kept.as_ref()?;
-    super::still_fresh(*at, refresh).then(|| v.clone())
+    super::due::still_fresh(*at, refresh).then(|| v.clone())
 }
 
 impl InnodbCache {
@@ -217,7 +225,10 @@ impl InnodbCache {
 
 /// The `mariadb_innodb` collector: the InnoDB size and the open transactions (one statement
 /// each), or the agent's recent ones (no run then).
-pub(super) struct Innodb;
+pub(super) struct Innodb<'o> {
+    /// The agent's cache; `None` reads both every time (doctor).
+    pub(super) cache: Option<&'o InnodbCache>,
+}
 
 /// The `mariadb_innodb` collector.
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
@@ -227,7 +238,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     requires: Requires::Nothing,
 };
 
-impl Part for Innodb {
+impl Part for Innodb<'_> {
     fn descriptor(&self) -> &'static Descriptor {
         &DESCRIPTOR
     }
@@ -239,7 +250,7 @@ impl Part for Innodb {
 
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
         Box::pin(async move {
-            let cache = ctx.opts.innodb_cache.as_ref();
+            let cache = self.cache;
             let (kept_size, kept_trx) = cache.map(InnodbCache::fresh).unwrap_or_default();
             if let (Some(size), Some(trx)) = (&kept_size, &kept_trx) {
                 ctx.facts.innodb_size = size.clone();
@@ -321,6 +332,7 @@ mod tests {
         assert!(
             parse_size(&[row(&[Some("0"), Some("0"), Some("0"), None])])
                 .unwrap_err()
+                .to_string()
                 .contains("empty")
         );
         assert!(parse_size(&[]).is_err());

@@ -3,6 +3,7 @@
 //! Each part is timed as its own [`CollectorRun`]; a part that fails leaves its piece of the
 //! snapshot `Unavailable` with the reason and never stops the others.
 
+mod due;
 mod innodb;
 mod option_file;
 mod part;
@@ -32,15 +33,17 @@ use crate::collect::{
 };
 use part::Part;
 
+pub(crate) use due::still_fresh;
 pub use innodb::InnodbCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
 use session::Session;
 pub use statements::{StatementOptions, StatementTracker};
 pub use status_window::{StatusTracker, StatusWindowMode};
 use target::Candidate;
+pub use vector::VectorCache;
 
-/// What to collect from MariaDB.
-#[derive(Debug, Clone)]
+/// What to collect from MariaDB (the default reads nothing optional).
+#[derive(Debug, Clone, Default)]
 pub struct MariadbOptions {
     /// Deadline for connecting and for each statement.
     pub timeout: Duration,
@@ -170,83 +173,6 @@ impl Reuse {
     }
 }
 
-/// True while something read at `at` may still be reused for `reuse`. Samples start on a fixed
-/// interval, but each read lands a little into its sample: with a reuse equal to the interval
-/// (the default: statements, variables every 60 s), the next sample finds it a few
-/// milliseconds short of due and skips it, so the read happened every other sample (measured:
-/// the agent read the digests and variables every 120 s). The last 5% of the reuse period
-/// therefore counts as due.
-pub(crate) fn still_fresh(at: Instant, reuse: Duration) -> bool {
-    at.elapsed() + reuse / 20 < reuse
-}
-
-/// When the indexes were listed, what was found, the hidden tables listed (when InnoDB's
-/// dictionary was read) and the server's schema-change counters then.
-#[derive(Debug)]
-struct CachedIndexes {
-    at: Instant,
-    indexes: Vec<powerdiag_rules::VectorIndex>,
-    listing: Option<vector::Listing>,
-    mark: Option<server::ChangeMark>,
-}
-
-/// Vector indexes listed earlier, shared between samples. After `refresh` their sizes and row
-/// estimates are read again; the list itself (InnoDB's dictionary, whose read costs the server
-/// per table on it: 12–17 ms at 10,000 tables) and the indexes' definitions are read again only
-/// when the server's schema-change or grant counters moved or it restarted (see
-/// [`server::ChangeMark`]).
-#[derive(Debug, Clone)]
-pub struct VectorCache {
-    pub refresh: Duration,
-    last: std::sync::Arc<std::sync::Mutex<Option<CachedIndexes>>>,
-}
-
-impl VectorCache {
-    pub fn new(refresh: Duration) -> VectorCache {
-        VectorCache {
-            refresh,
-            last: Default::default(),
-        }
-    }
-
-    fn fresh(&self) -> Option<Vec<powerdiag_rules::VectorIndex>> {
-        let guard = self.last.lock().ok()?;
-        let c = guard.as_ref()?;
-        still_fresh(c.at, self.refresh).then(|| c.indexes.clone())
-    }
-
-    /// The last listing and its indexes, when no schema changed since (`now` is the server's
-    /// mark at this sample).
-    fn unchanged(
-        &self,
-        now: Option<&server::ChangeMark>,
-    ) -> Option<(vector::Listing, Vec<powerdiag_rules::VectorIndex>)> {
-        let guard = self.last.lock().ok()?;
-        let c = guard.as_ref()?;
-        let (then, now) = (c.mark.as_ref()?, now?);
-        if !then.unchanged_at(now) {
-            return None;
-        }
-        Some((c.listing.clone()?, c.indexes.clone()))
-    }
-
-    fn store(
-        &self,
-        v: &[powerdiag_rules::VectorIndex],
-        listing: Option<vector::Listing>,
-        mark: Option<server::ChangeMark>,
-    ) {
-        if let Ok(mut guard) = self.last.lock() {
-            *guard = Some(CachedIndexes {
-                at: Instant::now(),
-                indexes: v.to_vec(),
-                listing,
-                mark,
-            });
-        }
-    }
-}
-
 /// The MariaDB part of a snapshot and how its collection went.
 #[derive(Debug)]
 pub struct MariadbOutcome {
@@ -264,21 +190,46 @@ pub(crate) const SERVER: Descriptor = Descriptor {
     requires: Requires::Nothing,
 };
 
-/// Read before the window opens, so their statements are not counted in doctor's status
-/// window and the probe's k-NN queries are not in the digest read.
-static BEFORE_WINDOW: &[&dyn Part] = &[&statements::StatementsPart, &innodb::Innodb];
+/// The parts read before the window opens, so their statements are not counted in doctor's
+/// status window and the probe's k-NN queries are not in the digest read; each with its
+/// options.
+fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 2] {
+    [
+        Box::new(statements::StatementsPart {
+            opts: opts.statements.as_ref(),
+        }),
+        Box::new(innodb::Innodb {
+            cache: opts.innodb_cache.as_ref(),
+        }),
+    ]
+}
 
-/// Read once the window is open (the probe's latency is measured while the OS counters run).
-static AFTER_WINDOW: &[&dyn Part] = &[&vector::VectorIndexes, &probe::ProbePart];
+/// The parts read once the window is open (the probe's latency is measured while the OS
+/// counters run).
+fn after_window<'a>(
+    opts: &'a MariadbOptions,
+    observer: &'a dyn ProbeObserver,
+) -> [Box<dyn Part + 'a>; 2] {
+    [
+        Box::new(vector::VectorIndexes {
+            cache: opts.vector_cache.as_ref(),
+        }),
+        Box::new(probe::ProbePart {
+            opts: opts.probe.as_ref(),
+            observer,
+        }),
+    ]
+}
 
 /// Every MariaDB collector, in the order a collection runs them.
-pub(crate) fn collectors() -> impl Iterator<Item = &'static Descriptor> {
-    std::iter::once(&SERVER).chain(
-        BEFORE_WINDOW
-            .iter()
-            .chain(AFTER_WINDOW)
-            .map(|p| p.descriptor()),
-    )
+pub(crate) fn collectors() -> Vec<&'static Descriptor> {
+    let none = MariadbOptions::default();
+    let parts = before_window(&none)
+        .into_iter()
+        .chain(after_window(&none, &NoProgress));
+    std::iter::once(&SERVER)
+        .chain(parts.map(|p| p.descriptor()))
+        .collect()
 }
 
 /// One collection from MariaDB, phase by phase: [`connect`], [`Collection::before_window`],
@@ -334,27 +285,27 @@ impl Collection<'_> {
     }
 
     /// The parts read before the status and OS windows open.
-    pub async fn before_window(&mut self, observer: &dyn ProbeObserver) {
-        self.parts(BEFORE_WINDOW, observer).await;
+    pub async fn before_window(&mut self) {
+        let parts = before_window(self.opts);
+        self.parts(&parts).await;
     }
 
     /// The parts read while the windows are open.
     pub async fn after_window(&mut self, observer: &dyn ProbeObserver) {
-        self.parts(AFTER_WINDOW, observer).await;
+        let parts = after_window(self.opts, observer);
+        self.parts(&parts).await;
     }
 
-    async fn parts(&mut self, parts: &[&dyn Part], observer: &dyn ProbeObserver) {
+    async fn parts(&mut self, parts: &[Box<dyn Part + '_>]) {
         let Some(live) = &mut self.live else {
             return;
         };
         let mut ctx = part::Ctx {
             s: &mut live.s,
             facts: &mut live.facts,
-            opts: self.opts,
-            observer,
-            selection: self.selection,
         };
-        part::run(parts, &mut ctx, &mut self.out.runs).await;
+        let parts: Vec<&dyn Part> = parts.iter().map(|p| p.as_ref()).collect();
+        part::run(&parts, &mut ctx, self.selection, &mut self.out.runs).await;
     }
 
     /// Opens the status window: doctor reads the status, waits out its window and reads it

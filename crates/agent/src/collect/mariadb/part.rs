@@ -15,28 +15,26 @@ use std::{future::Future, pin::Pin};
 
 use powerdiag_rules::{CollectorRun, MariadbFacts};
 
-use super::{MariadbOptions, ProbeObserver, session::Session};
+use super::session::Session;
 use crate::collect::{
     CollectError,
     collector::{self, Descriptor, Selection},
 };
 
-/// What a part works with: the session, the facts read so far (its own piece included), and
-/// the options.
+/// What a part works with: the session and the facts read so far (its own piece included).
+/// Its options are its own fields (`mod.rs` builds the parts of each collection from
+/// `MariadbOptions`).
 pub(super) struct Ctx<'a> {
     pub s: &'a mut Session,
     pub facts: &'a mut MariadbFacts,
-    pub opts: &'a MariadbOptions,
-    pub observer: &'a dyn ProbeObserver,
-    pub selection: &'a Selection,
 }
 
 pub(super) type PartFuture<'a> =
     Pin<Box<dyn Future<Output = Result<(), CollectError>> + Send + 'a>>;
 
-/// One MariaDB collector. Adding one: a type implementing this in its own file, and a line in
-/// `mod.rs`'s `BEFORE_WINDOW` or `AFTER_WINDOW`.
-pub(super) trait Part: Sync {
+/// One MariaDB collector. Adding one: a type implementing this in its own file (its options as
+/// fields), and a line in `mod.rs`'s `before_window` or `after_window`.
+pub(super) trait Part: Send + Sync {
     /// Its name (the `collector` label of its run), help, default and minimum version.
     fn descriptor(&self) -> &'static Descriptor;
 
@@ -49,16 +47,21 @@ pub(super) trait Part: Sync {
 }
 
 /// Runs `parts` in order through [`collector::execute_async`], each its own run.
-pub(super) async fn run(parts: &[&dyn Part], ctx: &mut Ctx<'_>, runs: &mut Vec<CollectorRun>) {
+pub(super) async fn run(
+    parts: &[&dyn Part],
+    ctx: &mut Ctx<'_>,
+    selection: &Selection,
+    runs: &mut Vec<CollectorRun>,
+) {
     for part in parts {
         let version = ctx.facts.version.clone();
         let (out, run) =
-            collector::execute_async(part.descriptor(), ctx.selection, Some(&version), || {
+            collector::execute_async(part.descriptor(), selection, Some(&version), || {
                 part.collect(ctx)
             })
             .await;
         if let Err(e) = out
-            && !ctx.selection.is_enabled(part.descriptor())
+            && !selection.is_enabled(part.descriptor())
         {
             part.disabled(ctx.facts, e.to_string());
         }

@@ -393,7 +393,11 @@ async fn profile(
 
 /// The `mariadb_probe` collector: k-NN queries on the vector indexes found. Reports no run
 /// when disabled or when there is nothing to probe; fails when every index's probe failed.
-pub(super) struct ProbePart;
+pub(super) struct ProbePart<'o> {
+    /// `None` disables the probe.
+    pub(super) opts: Option<&'o ProbeOptions>,
+    pub(super) observer: &'o dyn ProbeObserver,
+}
 
 /// The `mariadb_probe` collector.
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
@@ -403,7 +407,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     requires: Requires::Nothing,
 };
 
-impl Part for ProbePart {
+impl Part for ProbePart<'_> {
     fn descriptor(&self) -> &'static Descriptor {
         &DESCRIPTOR
     }
@@ -422,7 +426,7 @@ impl Part for ProbePart {
                 }
                 Gathered::Available(i) => i.clone(),
             };
-            let Some(popts) = &ctx.opts.probe else {
+            let Some(popts) = self.opts else {
                 ctx.facts.probe = Gathered::Unavailable(DISABLED.into());
                 return Err(CollectError::skipped("probing disabled"));
             };
@@ -430,7 +434,7 @@ impl Part for ProbePart {
                 ctx.facts.probe = Gathered::Available(powerdiag_rules::Probe::default());
                 return Err(CollectError::skipped("no vector index to probe"));
             }
-            match run(ctx.s, &indexes, popts, ctx.observer).await {
+            match run(ctx.s, &indexes, popts, self.observer).await {
                 Ok(p) => {
                     let failed: Vec<&str> = p
                         .indexes

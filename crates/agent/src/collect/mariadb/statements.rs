@@ -164,7 +164,7 @@ impl StatementTracker {
             Some(_) => self.interval,
             None => self.interval.min(FIRST_INTERVAL_MAX),
         };
-        super::still_fresh(*at, interval).then(|| st.last.clone())
+        super::due::still_fresh(*at, interval).then(|| st.last.clone())
     }
 }
 
@@ -519,24 +519,28 @@ async fn read(
     window_secs: u64,
     limit: u32,
     window_totals: bool,
-) -> Result<Raw, String> {
+) -> Result<Raw, CollectError> {
+    let failed = |message: String| CollectError::Database {
+        message,
+        hint: String::new(),
+    };
     let mut raw = Raw::default();
     let rows = s
         .query(&aggregate_sql(window_totals.then_some(window_secs)))
         .await
-        .map_err(|e| read_error(&e, s.account()))?;
+        .map_err(|e| failed(read_error(&e, s.account())))?;
     let row = text_rows(&rows)
         .into_iter()
         .next()
-        .ok_or_else(|| format!("{TABLE}: the aggregate returned no row"))?;
+        .ok_or_else(|| failed(format!("{TABLE}: the aggregate returned no row")))?;
     parse_aggregate(&row, &mut raw);
     if let Some(why) = consumer_problem(&raw) {
-        return Err(why);
+        return Err(failed(why));
     }
     let rows = s
         .query(&top_sql(window_secs, limit))
         .await
-        .map_err(|e| read_error(&e, s.account()))?;
+        .map_err(|e| failed(read_error(&e, s.account())))?;
     parse_top(&text_rows(&rows), &mut raw);
     drop_server_state(&mut raw, window_secs, limit);
     Ok(raw)
@@ -561,7 +565,10 @@ pub(crate) async fn collect(
     if let Some(why) = precondition(facts) {
         return Err(Unread { why, failed: false });
     }
-    let failed = |why: String| Unread { why, failed: true };
+    let failed = |e: CollectError| Unread {
+        why: e.to_string(),
+        failed: true,
+    };
     let uptime = facts.status_u64(StatusVar::Uptime).ok();
     let Some(tracker) = &opts.tracker else {
         let window = opts.window.as_secs().max(1);
@@ -578,10 +585,12 @@ pub(crate) async fn collect(
     let window = (tracker.interval.as_secs() * 2).max(10);
     let raw = read(s, window, opts.limit, false).await.map_err(failed)?;
     let now = Instant::now();
-    let mut state = tracker
-        .state
-        .lock()
-        .map_err(|_| failed("statement state poisoned".to_owned()))?;
+    let mut state = tracker.state.lock().map_err(|_| {
+        failed(CollectError::Internal {
+            what: "the statement tracker".into(),
+            message: "its lock was poisoned by a panic".into(),
+        })
+    })?;
     let mut result = state
         .previous
         .as_ref()
@@ -599,7 +608,10 @@ pub(crate) async fn collect(
 
 /// The `mariadb_statements` collector: the digest table (performance_schema OFF is a fact, not
 /// a failure).
-pub(super) struct StatementsPart;
+pub(super) struct StatementsPart<'o> {
+    /// `None` leaves the digests unread.
+    pub(super) opts: Option<&'o StatementOptions>,
+}
 
 /// The `mariadb_statements` collector.
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
@@ -609,7 +621,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     requires: Requires::Nothing,
 };
 
-impl Part for StatementsPart {
+impl Part for StatementsPart<'_> {
     fn descriptor(&self) -> &'static Descriptor {
         &DESCRIPTOR
     }
@@ -620,7 +632,7 @@ impl Part for StatementsPart {
 
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
         Box::pin(async move {
-            let Some(sopts) = &ctx.opts.statements else {
+            let Some(sopts) = self.opts else {
                 ctx.facts.statements = powerdiag_rules::Gathered::Unavailable(
                     "statement digests not read (doctor --statements 0, or the agent's [statements] enabled = false)".into(),
                 );

@@ -231,7 +231,10 @@ pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
     let explicit = explicit || req.url.is_some();
     // The file's TLS settings and the URL's, merged: e.g. ssl-ca from the file, ssl-mode from
     // the URL.
-    let tls = settings.tls.resolve().map_err(|m| invalid(&source, m))?;
+    let tls = settings
+        .tls
+        .resolve()
+        .map_err(|m| invalid(&source, m.to_string()))?;
 
     let user = settings
         .user

@@ -110,7 +110,7 @@ impl TlsSwitches {
     /// `ssl-mode=DISABLED`. The server's certificate is verified (CA and host name) unless
     /// `ssl-verify-server-cert=0` (or `ssl-mode=REQUIRED`/`PREFERRED`) says otherwise; without
     /// an `ssl-ca` it is verified against the built-in public roots (webpki-roots).
-    pub fn resolve(&self) -> Result<Option<Tls>, String> {
+    pub fn resolve(&self) -> Result<Option<Tls>, TlsSettingError> {
         let mode = match self.mode {
             Some(m) => m,
             None => {
@@ -135,18 +135,8 @@ impl TlsSwitches {
         let identity = match (&self.cert, &self.key) {
             (Some(c), Some(k)) => Some((c.clone(), k.clone())),
             (None, None) => None,
-            (Some(_), None) => {
-                return Err(
-                    "ssl-cert is given without ssl-key: a client certificate needs its private key"
-                        .into(),
-                );
-            }
-            (None, Some(_)) => {
-                return Err(
-                    "ssl-key is given without ssl-cert: a private key needs its client certificate"
-                        .into(),
-                );
-            }
+            (Some(_), None) => return Err(TlsSettingError::CertWithoutKey),
+            (None, Some(_)) => return Err(TlsSettingError::KeyWithoutCert),
         };
         Ok(Some(Tls {
             mode,
@@ -154,6 +144,15 @@ impl TlsSwitches {
             identity,
         }))
     }
+}
+
+/// TLS options that cannot be used together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsSettingError {
+    #[error("ssl-cert is given without ssl-key: a client certificate needs its private key")]
+    CertWithoutKey,
+    #[error("ssl-key is given without ssl-cert: a private key needs its client certificate")]
+    KeyWithoutCert,
 }
 
 /// TLS for one target (TCP only: a unix socket is local and never encrypted).
@@ -171,10 +170,10 @@ const MAX_PEM_BYTES: u64 = 1 << 20;
 
 /// A TLS file that cannot be used: which option, which file, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TlsFileError {
-    pub(crate) option: &'static str,
-    pub(crate) path: PathBuf,
-    pub(crate) reason: String,
+pub struct TlsFileError {
+    pub option: &'static str,
+    pub path: PathBuf,
+    pub reason: String,
 }
 
 impl std::fmt::Display for TlsFileError {
@@ -261,8 +260,8 @@ impl Tls {
 
     /// Reads and checks the files now (the agent, before it binds): the error names the option
     /// and the file.
-    pub fn check_files(&self) -> Result<(), String> {
-        self.ssl_opts().map(drop).map_err(|e| e.to_string())
+    pub fn check_files(&self) -> Result<(), TlsFileError> {
+        self.ssl_opts().map(drop)
     }
 
     /// True when the server's certificate is checked.
@@ -399,14 +398,16 @@ mod tests {
             ..sw()
         }
         .resolve()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("ssl-cert is given without ssl-key"), "{e}");
         let e = TlsSwitches {
             key: Some("/k.pem".into()),
             ..sw()
         }
         .resolve()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("ssl-key is given without ssl-cert"), "{e}");
     }
 

@@ -1,16 +1,17 @@
 //! Vector indexes and the raw facts about their size. Bounded: statements scale with the
 //! number of vector indexes (capped at [`MAX_INDEXES`]), never with the number of tables.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use powerdiag_rules::{DbError, DbErrorKind, Gathered, StatusVar, Var, VectorIndex};
 
+use super::due::still_fresh;
+use super::part::{Ctx, Part, PartFuture};
 use super::server::ChangeMark;
 use super::session::{Session, TextRow, col, col_u64, ident, sql_str, tcol, tcol_u64, text_rows};
-use super::{
-    VectorCache,
-    part::{Ctx, Part, PartFuture},
-};
 use crate::collect::CollectError;
 use crate::collect::collector::{Descriptor, Requires};
 
@@ -716,7 +717,77 @@ pub(crate) fn parse_index_options(ddl: &str, index: &str) -> (Option<u32>, Optio
 
 /// The `mariadb_vector_indexes` collector: discovery, or the agent's recent list. A server
 /// without vector indexes (before 11.7) reports no run.
-pub(super) struct VectorIndexes;
+pub(super) struct VectorIndexes<'o> {
+    /// The agent's cache; `None` lists and sizes the indexes every time (doctor).
+    pub(super) cache: Option<&'o VectorCache>,
+}
+
+/// When the indexes were listed, what was found, the hidden tables listed (when InnoDB's
+/// dictionary was read) and the server's schema-change counters then.
+#[derive(Debug)]
+struct CachedIndexes {
+    at: Instant,
+    indexes: Vec<powerdiag_rules::VectorIndex>,
+    listing: Option<Listing>,
+    mark: Option<ChangeMark>,
+}
+
+/// Vector indexes listed earlier, shared between samples. After `refresh` their sizes and row
+/// estimates are read again; the list itself (InnoDB's dictionary, whose read costs the server
+/// per table on it: 12–17 ms at 10,000 tables) and the indexes' definitions are read again only
+/// when the server's schema-change or grant counters moved or it restarted (see
+/// [`ChangeMark`]).
+#[derive(Debug, Clone)]
+pub struct VectorCache {
+    pub refresh: Duration,
+    last: std::sync::Arc<std::sync::Mutex<Option<CachedIndexes>>>,
+}
+
+impl VectorCache {
+    pub fn new(refresh: Duration) -> VectorCache {
+        VectorCache {
+            refresh,
+            last: Default::default(),
+        }
+    }
+
+    fn fresh(&self) -> Option<Vec<powerdiag_rules::VectorIndex>> {
+        let guard = self.last.lock().ok()?;
+        let c = guard.as_ref()?;
+        still_fresh(c.at, self.refresh).then(|| c.indexes.clone())
+    }
+
+    /// The last listing and its indexes, when no schema changed since (`now` is the server's
+    /// mark at this sample).
+    fn unchanged(
+        &self,
+        now: Option<&ChangeMark>,
+    ) -> Option<(Listing, Vec<powerdiag_rules::VectorIndex>)> {
+        let guard = self.last.lock().ok()?;
+        let c = guard.as_ref()?;
+        let (then, now) = (c.mark.as_ref()?, now?);
+        if !then.unchanged_at(now) {
+            return None;
+        }
+        Some((c.listing.clone()?, c.indexes.clone()))
+    }
+
+    fn store(
+        &self,
+        v: &[powerdiag_rules::VectorIndex],
+        listing: Option<Listing>,
+        mark: Option<ChangeMark>,
+    ) {
+        if let Ok(mut guard) = self.last.lock() {
+            *guard = Some(CachedIndexes {
+                at: Instant::now(),
+                indexes: v.to_vec(),
+                listing,
+                mark,
+            });
+        }
+    }
+}
 
 /// The `mariadb_vector_indexes` collector.
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
@@ -726,7 +797,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     requires: Requires::Mariadb(11, 7),
 };
 
-impl Part for VectorIndexes {
+impl Part for VectorIndexes<'_> {
     fn descriptor(&self) -> &'static Descriptor {
         &DESCRIPTOR
     }
@@ -747,7 +818,7 @@ impl Part for VectorIndexes {
                 .variables
                 .get(Var::InnodbPageSize.name())
                 .and_then(|p| p.parse().ok());
-            let cache = ctx.opts.vector_cache.as_ref();
+            let cache = self.cache;
             let mark = ChangeMark::of(&ctx.facts.status, &SCHEMA_CHANGES);
             // The kept list while it is fresh (not stored again: that would restart its
             // age, and it would never be read again).

@@ -131,12 +131,11 @@ pub(crate) fn normal(path: &str) -> String {
 }
 
 fn read_text(path: &Path) -> Result<String, CollectError> {
-    let bytes = powerdiag_safe_read::read_regular_file(path, MAX_BYTES).map_err(|e| {
-        CollectError::Io {
+    let bytes =
+        powerdiag_safe_read::read_regular_file(path, MAX_BYTES).map_err(|e| CollectError::Io {
             path: path.into(),
             message: e.to_string(),
-        }
-    })?;
+        })?;
     String::from_utf8(bytes).map_err(|_| CollectError::parse(path, "not UTF-8 text"))
 }
 

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::collect::{
     CollectError,
+    collector::Selection,
     os::{Found, Roots, ServerProcess, find::NAMES},
 };
 
@@ -32,11 +33,17 @@ pub(crate) struct Window {
     before: Option<PartitionTotal>,
     /// `perfstat_memory_total` when the window opened (the paging-space counters).
     memory_before: Option<perfstat_sys::perfstat_memory_total_t>,
+    selection: Selection,
 }
 
 impl Window {
     /// `window` zero: no first sample, the counters are read since boot.
-    pub(crate) fn begin(roots: &Roots, server: ServerProcess<'_>, window: Duration) -> Window {
+    pub(crate) fn begin(
+        roots: &Roots,
+        server: ServerProcess<'_>,
+        window: Duration,
+        selection: &Selection,
+    ) -> Window {
         let live = roots.is_live();
         Window {
             roots: roots.clone(),
@@ -57,6 +64,7 @@ impl Window {
             } else {
                 None
             },
+            selection: selection.clone(),
         }
     }
 
@@ -77,55 +85,53 @@ impl Window {
         if let Some(rest) = min_window.checked_sub(self.started.elapsed()) {
             std::thread::sleep(rest);
         }
-        let read_started = Instant::now();
         let raw = Raw {
             window_secs: self.started.elapsed().as_secs_f64(),
             before: self.before,
-            now: perfstat_sys::partition_total().map_err(text),
-            config: perfstat_sys::partition_config().map_err(text),
-            cpu_total: perfstat_sys::cpu_total().map_err(text),
+            now: perfstat_sys::partition_total().map_err(library("perfstat_partition_total")),
+            config: perfstat_sys::partition_config().map_err(library("perfstat_partition_config")),
+            cpu_total: perfstat_sys::cpu_total().map_err(library("perfstat_cpu_total")),
             pages: memory_pages(),
             memory_before: self.memory_before,
-            memory_total: perfstat_sys::memory_total().map_err(text),
+            memory_total: perfstat_sys::memory_total().map_err(library("perfstat_memory_total")),
             dscr: ps::run(ps::DSCRCTL, &["-q".to_owned()], ps::TIMEOUT).and_then(|out| {
-                ps::parse_dscr(&out).ok_or_else(|| "dscrctl -q printed no os_default_pd".to_owned())
-            }),
-            process: self
-                .process
-                .map(|f| process(f.pid, f.by.to_owned()))
-                .map_err(|e| e.to_string()),
-            storage: self
-                .server_dirs
-                .map(|dirs| {
-                    dirs.into_iter()
-                        .map(|(role, path)| RawDir {
-                            df: ps::run(ps::DF, &ps::df_args(&path), ps::TIMEOUT),
-                            role,
-                            path,
-                        })
-                        .collect()
+                ps::parse_dscr(&out).ok_or_else(|| CollectError::Command {
+                    program: ps::DSCRCTL.to_owned(),
+                    message: "dscrctl -q printed no os_default_pd".to_owned(),
                 })
-                .map_err(|e| e.to_string()),
+            }),
+            process: self.process.map(|f| process(f.pid, f.by.to_owned())),
+            storage: self.server_dirs.map(|dirs| {
+                dirs.into_iter()
+                    .map(|(role, path)| RawDir {
+                        df: ps::run(ps::DF, &ps::df_args(&path), ps::TIMEOUT),
+                        role,
+                        path,
+                    })
+                    .collect()
+            }),
         };
-        let facts = translate::os_facts(&raw);
-        let runs = translate::runs(&facts, read_started.elapsed().as_secs_f64());
-        (facts, runs)
+        translate::collect(&raw, &self.selection)
     }
 }
 
-fn text(e: PerfstatError) -> String {
-    e.to_string()
+/// A libperfstat call's failure, in its own words.
+fn library(call: &'static str) -> impl Fn(PerfstatError) -> CollectError {
+    move |e| CollectError::Library {
+        call,
+        message: e.to_string(),
+    }
 }
 
-fn memory_pages() -> Result<Vec<perfstat_memory_page_t>, String> {
+fn memory_pages() -> Result<Vec<perfstat_memory_page_t>, CollectError> {
     let mut buf = [perfstat_memory_page_t::default(); MAX_PAGE_SIZES];
-    let filled = perfstat_sys::memory_pages(&mut buf).map_err(text)?;
+    let filled = perfstat_sys::memory_pages(&mut buf).map_err(library("perfstat_memory_page"))?;
     Ok(buf[..filled.filled].to_vec())
 }
 
 /// The pids of the processes named mariadbd/mysqld (`ps`), for `os::find`.
 fn by_name() -> Result<Vec<u32>, CollectError> {
-    let out = ps::run(ps::PS, &ps::find_args(), ps::TIMEOUT).map_err(CollectError::Other)?;
+    let out = ps::run(ps::PS, &ps::find_args(), ps::TIMEOUT)?;
     Ok(ps::pids_named(&out, &NAMES))
 }
 
@@ -133,7 +139,7 @@ fn process(pid: u32, found_by: String) -> RawProcess {
     RawProcess {
         pid,
         found_by,
-        perfstat: perfstat_sys::process(u64::from(pid)).map_err(text),
+        perfstat: perfstat_sys::process(u64::from(pid)).map_err(library("perfstat_process")),
         page_sizes: ps::run(ps::PS, &ps::page_size_args(pid), ps::TIMEOUT)
             .and_then(|out| ps::parse_page_sizes(&out, pid)),
         ldr_cntrl: ps::run(ps::PS, &ps::environment_args(pid), ps::TIMEOUT)

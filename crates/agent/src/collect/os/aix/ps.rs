@@ -27,6 +27,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use crate::collect::CollectError;
+
 /// AIX `ps`.
 pub(crate) const PS: &str = "/usr/bin/ps";
 /// AIX `procldd` (proctools): the modules loaded into a process.
@@ -67,10 +69,23 @@ pub(crate) fn environment_args(pid: u32) -> Vec<String> {
     vec!["eww".into(), pid.to_string()]
 }
 
+/// A command's failure, or what it printed that could not be understood.
+fn command_error(program: &str, message: String) -> CollectError {
+    CollectError::Command {
+        program: program.to_owned(),
+        message,
+    }
+}
+
 /// Runs `program` with `args` and returns its standard output. A non-zero exit status, a
 /// spawn error or running past `timeout` is an error naming the command and, when it printed
 /// one, its first line of standard error.
-pub(crate) fn run(program: &str, args: &[String], timeout: Duration) -> Result<String, String> {
+pub(crate) fn run(
+    program: &str,
+    args: &[String],
+    timeout: Duration,
+) -> Result<String, CollectError> {
+    let fail = |m: String| command_error(program, m);
     let shown = format!("{program} {}", args.join(" "));
     let mut child = Command::new(program)
         .args(args)
@@ -79,7 +94,7 @@ pub(crate) fn run(program: &str, args: &[String], timeout: Duration) -> Result<S
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|e| fail(format!("{shown}: {e}")))?;
     // Read both pipes on their own threads so that a chatty command cannot block on a full
     // pipe while we wait for it.
     let reader = |pipe: Option<Box<dyn Read + Send>>| {
@@ -112,12 +127,12 @@ pub(crate) fn run(program: &str, args: &[String], timeout: Duration) -> Result<S
                 // Our own child, by its handle.
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
+                return Err(fail(format!(
                     "{shown}: no answer within {:.0} s",
                     timeout.as_secs_f64()
-                ));
+                )));
             }
-            Err(e) => return Err(format!("{shown}: {e}")),
+            Err(e) => return Err(fail(format!("{shown}: {e}"))),
         }
     };
     let stdout = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
@@ -127,8 +142,8 @@ pub(crate) fn run(program: &str, args: &[String], timeout: Duration) -> Result<S
     } else {
         let first = stderr.lines().map(str::trim).find(|l| !l.is_empty());
         Err(match first {
-            Some(line) => format!("{shown}: {status}: {line}"),
-            None => format!("{shown}: {status}"),
+            Some(line) => fail(format!("{shown}: {status}: {line}")),
+            None => fail(format!("{shown}: {status}")),
         })
     }
 }
@@ -161,23 +176,29 @@ pub(crate) struct PageSizes {
 
 /// The line of `pid` in `ps -o pid= -o dpgsz= -o tpgsz= -o spgsz= -p PID` output: `8454302
 /// 64K 64K 4K`.
-pub(crate) fn parse_page_sizes(out: &str, pid: u32) -> Result<PageSizes, String> {
-    let line = line_of(out, pid)
-        .ok_or_else(|| format!("ps printed no page sizes for pid {pid} (has it exited?)"))?;
+pub(crate) fn parse_page_sizes(out: &str, pid: u32) -> Result<PageSizes, CollectError> {
+    let fail = |m: String| command_error(PS, m);
+    let line = line_of(out, pid).ok_or_else(|| {
+        fail(format!(
+            "ps printed no page sizes for pid {pid} (has it exited?)"
+        ))
+    })?;
     let cols: Vec<&str> = line.split_whitespace().skip(1).collect();
     let [data, text, stack] = cols.as_slice() else {
-        return Err(format!(
+        return Err(fail(format!(
             "ps page sizes of pid {pid}: expected 3 columns after the pid, got `{}`",
             line.trim()
-        ));
+        )));
     };
-    let size = |s: &str| -> Result<Option<u64>, String> {
+    let size = |s: &str| -> Result<Option<u64>, CollectError> {
         if s == "-" {
             return Ok(None);
         }
-        parse_size(s)
-            .map(Some)
-            .ok_or_else(|| format!("ps page sizes of pid {pid}: `{s}` is not a page size"))
+        parse_size(s).map(Some).ok_or_else(|| {
+            fail(format!(
+                "ps page sizes of pid {pid}: `{s}` is not a page size"
+            ))
+        })
     };
     Ok(PageSizes {
         data: size(data)?,
@@ -205,18 +226,22 @@ pub(crate) fn parse_size(s: &str) -> Option<u64> {
 /// `Ok(Some(value))`: set; `Ok(None)`: the environment was shown and has no `LDR_CNTRL`;
 /// `Err`: no environment was shown at all (`ps` shows another user's environment only to
 /// root), so nothing can be said.
-pub(crate) fn parse_ldr_cntrl(out: &str, pid: u32) -> Result<Option<String>, String> {
-    let line = line_of(out, pid)
-        .ok_or_else(|| format!("ps eww printed no line for pid {pid} (has it exited?)"))?;
+pub(crate) fn parse_ldr_cntrl(out: &str, pid: u32) -> Result<Option<String>, CollectError> {
+    let fail = |m: String| command_error(PS, m);
+    let line = line_of(out, pid).ok_or_else(|| {
+        fail(format!(
+            "ps eww printed no line for pid {pid} (has it exited?)"
+        ))
+    })?;
     let env: Vec<(&str, &str)> = line
         .split_whitespace()
         .skip(4) // PID TTY STAT TIME
         .filter_map(env_pair)
         .collect();
     if env.is_empty() {
-        return Err(format!(
+        return Err(fail(format!(
             "ps eww showed no environment for pid {pid}; run powerdiag as root or as mariadbd's user"
-        ));
+        )));
     }
     Ok(env
         .iter()
@@ -286,12 +311,13 @@ pub(crate) struct DfRow {
 /// Mounted on`, the mount point being the rest of the line (it may hold spaces). A header
 /// and a filesystem line are expected; `-` in a number column (a filesystem without sizes,
 /// e.g. `/proc`) is an error naming it.
-pub(crate) fn parse_df(out: &str) -> Result<DfRow, String> {
+pub(crate) fn parse_df(out: &str) -> Result<DfRow, CollectError> {
+    let fail = |m: String| command_error(DF, m);
     let line = out
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with("Filesystem"))
-        .ok_or_else(|| "df printed no filesystem line".to_owned())?;
+        .ok_or_else(|| fail("df printed no filesystem line".to_owned()))?;
     let mut rest = line;
     let mut cols = Vec::with_capacity(5);
     for _ in 0..5 {
@@ -302,14 +328,14 @@ pub(crate) fn parse_df(out: &str) -> Result<DfRow, String> {
     }
     let mount_point = rest.trim();
     if cols.iter().any(|c| c.is_empty()) || mount_point.is_empty() {
-        return Err(format!("df: expected 6 columns in {line:?}"));
+        return Err(fail(format!("df: expected 6 columns in {line:?}")));
     }
     let n = |i: usize| {
         cols[i].parse::<u64>().map_err(|_| {
-            format!(
+            fail(format!(
                 "df: `{}` is not a size in {line:?} ({} reports no sizes)",
                 cols[i], cols[0]
-            )
+            ))
         })
     };
     Ok(DfRow {
@@ -388,11 +414,16 @@ mod tests {
         assert!(
             parse_page_sizes(out, 1)
                 .unwrap_err()
+                .to_string()
                 .contains("no page sizes")
         );
-        let err = parse_page_sizes("8454302 64K 64K\n", 8_454_302).unwrap_err();
+        let err = parse_page_sizes("8454302 64K 64K\n", 8_454_302)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("expected 3 columns"), "{err}");
-        let err = parse_page_sizes("8454302 64K big 4K\n", 8_454_302).unwrap_err();
+        let err = parse_page_sizes("8454302 64K big 4K\n", 8_454_302)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`big`"), "{err}");
     }
 
@@ -418,10 +449,16 @@ mod tests {
         let err = parse_df(
             "Filesystem 1024-blocks Used Available Capacity Mounted on\n/proc - - - - /proc\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("/proc reports no sizes"), "{err}");
-        assert!(parse_df("").unwrap_err().contains("no filesystem line"));
-        let err = parse_df("/dev/hd4 100 50\n").unwrap_err();
+        assert!(
+            parse_df("")
+                .unwrap_err()
+                .to_string()
+                .contains("no filesystem line")
+        );
+        let err = parse_df("/dev/hd4 100 50\n").unwrap_err().to_string();
         assert!(err.contains("expected 6 columns"), "{err}");
     }
 
@@ -459,9 +496,14 @@ mod tests {
     fn no_environment_shown_is_not_absence() {
         // Another user's process seen without root: the command line only.
         let out = "      PID    TTY STAT  TIME COMMAND\n  8454302      - A    41:07 /opt/mariadb/bin/mariadbd --basedir=/opt/mariadb --user=mysql\n";
-        let err = parse_ldr_cntrl(out, 8_454_302).unwrap_err();
+        let err = parse_ldr_cntrl(out, 8_454_302).unwrap_err().to_string();
         assert!(err.contains("no environment"), "{err}");
-        assert!(parse_ldr_cntrl(out, 42).unwrap_err().contains("no line"));
+        assert!(
+            parse_ldr_cntrl(out, 42)
+                .unwrap_err()
+                .to_string()
+                .contains("no line")
+        );
         // An argument that looks like an option assignment is not the environment.
         assert_eq!(env_pair("--datadir=/data"), None);
         assert_eq!(env_pair("9X=1"), None);
@@ -511,7 +553,8 @@ mod tests {
             ],
             TIMEOUT,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(failed.contains("0509-048"), "{failed}");
         let started = Instant::now();
         let slow = run(
@@ -519,10 +562,13 @@ mod tests {
             &["-c".into(), "exec sleep 5".into()],
             Duration::from_millis(100),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(slow.contains("no answer"), "{slow}");
         assert!(started.elapsed() < Duration::from_secs(4));
-        let missing = run("/nonexistent/ps", &[], TIMEOUT).unwrap_err();
+        let missing = run("/nonexistent/ps", &[], TIMEOUT)
+            .unwrap_err()
+            .to_string();
         assert!(missing.starts_with("/nonexistent/ps"), "{missing}");
     }
 }

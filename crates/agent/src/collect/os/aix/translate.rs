@@ -14,10 +14,17 @@ use powerdiag_rules::{
 };
 
 use super::ps::{self, PageSizes};
-use crate::collect::os::find::NAMES;
+use crate::collect::{
+    CollectError,
+    collector::{self, Descriptor, Selection},
+    os::{find::NAMES, sections},
+};
 
 const TOPOLOGY: &str = "unavailable: the AIX collector does not read cache and NUMA topology yet";
 const COUNTERS: &str = "unavailable: the AIX collector does not read hardware counters yet";
+
+/// A raw reading: the value, or why it could not be read.
+pub(crate) type Read<T> = Result<T, CollectError>;
 
 /// What the AIX collector read for one sample window, before any interpretation. Each part is
 /// the value or the reason it could not be read.
@@ -29,22 +36,22 @@ pub(crate) struct Raw {
     /// counters are then read since boot).
     pub(crate) before: Option<PartitionTotal>,
     /// `perfstat_partition_total` at the end of the window.
-    pub(crate) now: Result<PartitionTotal, String>,
-    pub(crate) config: Result<perfstat_partition_config_t, String>,
-    pub(crate) cpu_total: Result<perfstat_cpu_total_t, String>,
+    pub(crate) now: Read<PartitionTotal>,
+    pub(crate) config: Read<perfstat_partition_config_t>,
+    pub(crate) cpu_total: Read<perfstat_cpu_total_t>,
     /// The filled entries of `perfstat_memory_page` (one per page size).
-    pub(crate) pages: Result<Vec<perfstat_memory_page_t>, String>,
+    pub(crate) pages: Read<Vec<perfstat_memory_page_t>>,
     /// `perfstat_memory_total` when the window opened; `None` without a window (or when that
     /// read failed): the paging-space counters are then since boot.
     pub(crate) memory_before: Option<perfstat_memory_total_t>,
     /// `perfstat_memory_total` at the end of the window: paging space and its traffic.
-    pub(crate) memory_total: Result<perfstat_memory_total_t, String>,
+    pub(crate) memory_total: Read<perfstat_memory_total_t>,
     /// `os_default_pd` from `dscrctl -q`.
-    pub(crate) dscr: Result<u64, String>,
-    pub(crate) process: Result<RawProcess, String>,
+    pub(crate) dscr: Read<u64>,
+    pub(crate) process: Read<RawProcess>,
     /// The server's directories and their `df -P -k` output, or why there are none (not
     /// connected, a remote server): the reason of an unavailable `storage` section.
-    pub(crate) storage: Result<Vec<RawDir>, String>,
+    pub(crate) storage: Read<Vec<RawDir>>,
 }
 
 /// One server directory (`datadir`, `tmpdir`, ...) and what `df -P -k` printed for it.
@@ -53,7 +60,7 @@ pub(crate) struct RawDir {
     pub(crate) role: String,
     /// As the server names it.
     pub(crate) path: String,
-    pub(crate) df: Result<String, String>,
+    pub(crate) df: Read<String>,
 }
 
 /// Why the AIX storage section has no device busy time.
@@ -68,54 +75,28 @@ pub(crate) struct RawProcess {
     pub(crate) pid: u32,
     /// `pid_file` or `process name`.
     pub(crate) found_by: String,
-    pub(crate) perfstat: Result<perfstat_process_t, String>,
-    pub(crate) page_sizes: Result<PageSizes, String>,
+    pub(crate) perfstat: Read<perfstat_process_t>,
+    pub(crate) page_sizes: Read<PageSizes>,
     /// `LDR_CNTRL` from its environment: `Ok(None)` = environment read, not set.
-    pub(crate) ldr_cntrl: Result<Option<String>, String>,
+    pub(crate) ldr_cntrl: Read<Option<String>>,
     /// Loaded modules (`procldd`).
-    pub(crate) modules: Result<Vec<String>, String>,
+    pub(crate) modules: Read<Vec<String>>,
 }
 
-/// One run per section, as the Linux registry reports them. The sections share one
-/// libperfstat read, so each run reports that read's `seconds`. A section unavailable by
-/// design (its reason starts with "unavailable", e.g. no topology reader yet) reports no run.
-pub(crate) fn runs(f: &OsFacts, seconds: f64) -> Vec<CollectorRun> {
-    let sections: [(&str, Result<(), &str>); 9] = [
-        ("process", f.process.as_ref().map(drop)),
-        ("cpu_time", f.cpu_time.as_ref().map(drop)),
-        ("cpu", f.cpu.as_ref().map(drop)),
-        ("topology", f.topology.as_ref().map(drop)),
-        ("memory", f.memory.as_ref().map(drop)),
-        ("partition", f.partition.as_ref().map(drop)),
-        ("counters", f.counters.as_ref().map(drop)),
-        ("swap", f.swap.as_ref().map(drop)),
-        ("storage", f.storage.as_ref().map(drop)),
-    ];
-    sections
-        .into_iter()
-        .filter(|(_, r)| !r.is_err_and(|why| why.starts_with("unavailable")))
-        .map(|(name, r)| CollectorRun {
-            name: name.into(),
-            duration_seconds: seconds,
-            success: r.is_ok(),
-            error: r.err().map(str::to_owned),
-        })
-        .collect()
-}
-
-/// The snapshot's OS facts from one window's raw values.
-pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
-    let window: Result<Window, String> = match &raw.now {
+/// The snapshot's OS facts from one window's raw values, each section a collector of its own
+/// (`os/sections.rs`, in that order) run through [`collector::execute`]: the sections share
+/// one libperfstat reading, so a run times the section's translation, not the reading. The
+/// sections AIX does not read yet are skipped by design and report no run.
+pub(crate) fn collect(raw: &Raw, selection: &Selection) -> (OsFacts, Vec<CollectorRun>) {
+    let window: Read<Window> = match &raw.now {
         Ok(now) => Ok(Window::of(now, raw.before.as_ref(), raw.window_secs)),
         Err(e) => Err(e.clone()),
     };
-    OsFacts {
-        source: "live".into(),
-        cpu: gathered(cpu(raw, window.as_ref().ok())),
-        topology: Gathered::Unavailable(TOPOLOGY.into()),
-        memory: gathered(memory(raw)),
-        process: gathered(process(raw)),
-        cpu_time: gathered(window.as_ref().map_err(Clone::clone).map(|w| CpuTime {
+    let mut runs = Vec::new();
+    let mut f = OsFacts::unavailable("live", "not collected");
+    f.process = section(&sections::PROCESS, selection, &mut runs, || process(raw));
+    f.cpu_time = section(&sections::CPU_TIME, selection, &mut runs, || {
+        window.clone().map(|w| CpuTime {
             basis: w.basis.clone(),
             steal_share: w.steal_share,
             busy_share: w.busy_share,
@@ -123,21 +104,51 @@ pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
             ticks: None,
             since_boot_steal_share: None,
             since_boot_seconds: None,
-        })),
-        partition: gathered(match (&raw.now, &window) {
+        })
+    });
+    f.cpu = section(&sections::CPU, selection, &mut runs, || {
+        cpu(raw, window.as_ref().ok())
+    });
+    f.topology = section(&sections::TOPOLOGY, selection, &mut runs, || {
+        Err::<powerdiag_rules::Topology, _>(CollectError::skipped(TOPOLOGY))
+    });
+    f.memory = section(&sections::MEMORY, selection, &mut runs, || memory(raw));
+    f.partition = section(&sections::PARTITION, selection, &mut runs, || {
+        match (&raw.now, &window) {
             (Ok(now), Ok(w)) => Ok(partition(now, w)),
             (Err(e), _) | (_, Err(e)) => Err(e.clone()),
-        }),
-        counters: Gathered::Unavailable(COUNTERS.into()),
-        swap: gathered(swap(raw)),
-        storage: gathered(storage(raw)),
-    }
+        }
+    });
+    f.counters = section(&sections::COUNTERS, selection, &mut runs, || {
+        Err::<powerdiag_rules::PerfCounters, _>(CollectError::skipped(COUNTERS))
+    });
+    f.swap = section(&sections::SWAP, selection, &mut runs, || swap(raw));
+    f.storage = section(&sections::STORAGE, selection, &mut runs, || storage(raw));
+    (f, runs)
+}
+
+/// The snapshot's OS facts from one window's raw values, every section enabled.
+#[cfg(test)]
+pub(crate) fn os_facts(raw: &Raw) -> OsFacts {
+    collect(raw, &Selection::defaults()).0
+}
+
+/// One section: run, timed and stored.
+fn section<T>(
+    d: &Descriptor,
+    selection: &Selection,
+    runs: &mut Vec<CollectorRun>,
+    read: impl FnOnce() -> Read<T>,
+) -> Gathered<T> {
+    let (out, run) = collector::execute(d, selection, None, read);
+    runs.extend(run);
+    collector::gathered(out)
 }
 
 /// The filesystems under the server's directories, one entry per mount point with the roles
 /// it holds, as the Linux collector groups them: size and free space from `df -P -k` (1024-byte
 /// blocks); a directory `df` could not read is its own entry with the reason.
-fn storage(raw: &Raw) -> Result<Vec<Filesystem>, String> {
+fn storage(raw: &Raw) -> Read<Vec<Filesystem>> {
     let dirs = raw.storage.as_ref().map_err(Clone::clone)?;
     let mut by_mount: Vec<(String, Filesystem)> = Vec::new();
     for d in dirs {
@@ -166,18 +177,11 @@ fn storage(raw: &Raw) -> Result<Vec<Filesystem>, String> {
                 fs.total_bytes = r.total_kb.saturating_mul(1024);
                 fs.available_bytes = r.available_kb.saturating_mul(1024);
             }
-            Err(e) => fs.space_unread = Some(e),
+            Err(e) => fs.space_unread = Some(e.to_string()),
         }
         by_mount.push((key, fs));
     }
     Ok(by_mount.into_iter().map(|(_, fs)| fs).collect())
-}
-
-fn gathered<T>(r: Result<T, String>) -> Gathered<T> {
-    match r {
-        Ok(v) => Gathered::Available(v),
-        Err(e) => Gathered::Unavailable(e),
-    }
 }
 
 /// `perfstat_partition_total` counters over the window (or since boot), and what follows.
@@ -295,7 +299,7 @@ fn text(name: &[core::ffi::c_char]) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-fn cpu(raw: &Raw, window: Option<&Window>) -> Result<CpuFacts, String> {
+fn cpu(raw: &Raw, window: Option<&Window>) -> Read<CpuFacts> {
     let total = raw.now.as_ref().ok().map(|t| &t.data);
     let config = raw.config.as_ref().ok();
     let cpu_total = raw.cpu_total.as_ref().ok();
@@ -371,12 +375,8 @@ fn cpu(raw: &Raw, window: Option<&Window>) -> Result<CpuFacts, String> {
     })
 }
 
-fn reasons(errs: &[Option<&String>]) -> String {
-    errs.iter()
-        .flatten()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join("; ")
+fn reasons(errs: &[Option<&CollectError>]) -> CollectError {
+    CollectError::Several(errs.iter().flatten().map(|e| (*e).clone()).collect())
 }
 
 /// `None`: not a logical partition.
@@ -419,13 +419,16 @@ fn partition(now: &PartitionTotal, w: &Window) -> Option<PartitionFacts> {
     })
 }
 
-fn memory(raw: &Raw) -> Result<MemoryFacts, String> {
+fn memory(raw: &Raw) -> Read<MemoryFacts> {
     let pages = raw.pages.as_ref().map_err(Clone::clone)?;
     let mut sizes: Vec<u64> = pages.iter().map(|p| p.psize).filter(|s| *s > 0).collect();
     sizes.sort_unstable();
     sizes.dedup();
     if sizes.is_empty() {
-        return Err("perfstat_memory_page reported no page sizes".into());
+        return Err(CollectError::Library {
+            call: "perfstat_memory_page",
+            message: "perfstat_memory_page reported no page sizes".into(),
+        });
     }
     // The 16 MB large-page pool (vmo lgpg_regions) is AIX's counterpart of Linux's HugeTLB
     // pool: pinned, reserved up front, used only on request.
@@ -453,7 +456,7 @@ fn memory(raw: &Raw) -> Result<MemoryFacts, String> {
 const AIX_PAGE: u64 = 4096;
 
 /// Paging-space traffic (`pgspins`/`pgspouts`, 4 KB pages) over the window, else since boot.
-fn swap(raw: &Raw) -> Result<SwapActivity, String> {
+fn swap(raw: &Raw) -> Read<SwapActivity> {
     let now = raw.memory_total.as_ref().map_err(Clone::clone)?;
     let (basis, pages_in, pages_out) = match &raw.memory_before {
         Some(b) if now.pgspins >= b.pgspins && now.pgspouts >= b.pgspouts => (
@@ -473,7 +476,7 @@ fn swap(raw: &Raw) -> Result<SwapActivity, String> {
     })
 }
 
-fn process(raw: &Raw) -> Result<ProcessFacts, String> {
+fn process(raw: &Raw) -> Read<ProcessFacts> {
     let p = raw.process.as_ref().map_err(Clone::clone)?;
     let ps = p.perfstat.as_ref().ok();
     let sizes = p.page_sizes.as_ref().ok();
@@ -483,7 +486,7 @@ fn process(raw: &Raw) -> Result<ProcessFacts, String> {
             let (a, ae) = allocator(modules);
             (c, Some(ce), Some(a), Some(ae))
         }
-        Err(why) => (None, Some(why.clone()), None, None),
+        Err(why) => (None, Some(why.to_string()), None, None),
     };
     Ok(ProcessFacts {
         pid: p.pid,

@@ -86,7 +86,18 @@ pub(crate) fn parse_procfs<T: procfs::FromRead>(path: &Path) -> Result<T, Collec
 }
 
 /// `0-3,8,10-11` → [0,1,2,3,8,10,11]. At most 65,536 CPUs.
-pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+/// A CPU list or mask sysfs wrote that cannot be read; the text is clipped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CpuListError {
+    #[error("bad CPU list {0:?}")]
+    List(String),
+    #[error("{0:?} is not a CPU mask")]
+    Mask(String),
+    #[error("CPU mask {0:?} is too long")]
+    MaskTooLong(String),
+}
+
+pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<u32>, CpuListError> {
     let mut out = Vec::new();
     for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (a, b) = match part.split_once('-') {
@@ -107,36 +118,30 @@ pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
 /// A CPU list back in kernel form: [0,1,2,3,8] → `0-3,8`.
 /// A sysfs CPU bit mask (`cpumap`, `shared_cpu_map`): comma-separated 32-bit hex words, most
 /// significant first, e.g. `00000000,0000ffff` → CPUs 0-15. Older kernels have only these.
-pub(crate) fn parse_cpu_mask(s: &str) -> Result<Vec<u32>, String> {
+pub(crate) fn parse_cpu_mask(s: &str) -> Result<Vec<u32>, CpuListError> {
     let mut cpus = Vec::new();
     let words: Vec<&str> = s.trim().split(',').collect();
     // 65,536 CPUs at most, as for lists.
     if words.len() > 2048 {
-        return Err(format!(
-            "CPU mask {:?} is too long",
-            crate::collect::error::clip(s, 40)
-        ));
+        return Err(CpuListError::MaskTooLong(crate::collect::error::clip(
+            s, 40,
+        )));
     }
     for (i, word) in words.iter().rev().enumerate() {
         let w = u32::from_str_radix(word.trim(), 16)
-            .map_err(|_| format!("{:?} is not a CPU mask", crate::collect::error::clip(s, 40)))?;
+            .map_err(|_| CpuListError::Mask(crate::collect::error::clip(s, 40)))?;
         let base = u32::try_from(i)
             .ok()
             .and_then(|i| i.checked_mul(32))
-            .ok_or_else(|| {
-                format!(
-                    "CPU mask {:?} is too long",
-                    crate::collect::error::clip(s, 40)
-                )
-            })?;
+            .ok_or_else(|| CpuListError::MaskTooLong(crate::collect::error::clip(s, 40)))?;
         cpus.extend((0..32).filter(|b| w & (1 << b) != 0).map(|b| base + b));
     }
     cpus.sort_unstable();
     Ok(cpus)
 }
 
-fn bad_list(s: &str) -> String {
-    format!("bad CPU list {:?}", crate::collect::error::clip(s, 40))
+fn bad_list(s: &str) -> CpuListError {
+    CpuListError::List(crate::collect::error::clip(s, 40))
 }
 
 pub(crate) fn format_cpu_list(cpus: &[u32]) -> String {

@@ -107,13 +107,24 @@ pub(super) struct Session {
     last_pid: Option<u32>,
     threads: usize,
     /// The hardware events.
-    events: Vec<(&'static str, Result<ByThread, String>)>,
+    events: Vec<(&'static str, Result<ByThread, PerfError>)>,
     /// The software events' groups, by thread id.
-    software: Result<BTreeMap<u32, Group>, String>,
+    software: Result<BTreeMap<u32, Group>, PerfError>,
     /// Events the kernel or the CPU does not have (no PMU in a VM, an event this CPU lacks),
     /// with when that was found: not tried again for [`STATIC_REUSE`] (each try costs a
     /// failed perf_event_open per event and a read of perf_event_paranoid).
-    unsupported: BTreeMap<&'static str, (Instant, String)>,
+    unsupported: BTreeMap<&'static str, (Instant, PerfError)>,
+}
+
+/// Why an event is not counted; the snapshot quotes its sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum PerfError {
+    /// `perf_event_open` refused, explained (no PMU for the event, `perf_event_paranoid`, ...).
+    #[error("{0}")]
+    Refused(String),
+    /// Every thread exited before its counter opened.
+    #[error("no thread of mariadbd could be counted")]
+    NoThread,
 }
 
 /// One event's counters, by thread id.
@@ -223,7 +234,7 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
                 // A thread that exited meanwhile is not the event's fault.
                 Err(e) if e.raw_os_error() == Some(libc_errno::ESRCH) => {}
                 Err(e) => {
-                    let why = explain(&e, r);
+                    let why = PerfError::Refused(explain(&e, r));
                     if matches!(
                         e.raw_os_error(),
                         Some(libc_errno::ENOENT | libc_errno::EOPNOTSUPP | libc_errno::EINVAL)
@@ -237,7 +248,7 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         }
         let result = match error {
             Some(e) => Err(e),
-            None if counters.is_empty() => Err("no thread of mariadbd could be counted".into()),
+            None if counters.is_empty() => Err(PerfError::NoThread),
             None => Ok(counters),
         };
         out.push((name, result));
@@ -284,7 +295,7 @@ fn start_software(
     tids: &[u32],
     mut groups: BTreeMap<u32, Group>,
     cap: usize,
-) -> Result<BTreeMap<u32, Group>, String> {
+) -> Result<BTreeMap<u32, Group>, PerfError> {
     groups.retain(|tid, g| tids.contains(tid) && g.reset().is_ok() && g.enable().is_ok());
     let configs = SOFTWARE.map(|(_, c)| u64::from(c));
     for &tid in tids {
@@ -302,11 +313,11 @@ fn start_software(
             }
             // A thread that exited meanwhile is not the events' fault.
             Err(e) if e.raw_os_error() == Some(libc_errno::ESRCH) => {}
-            Err(e) => return Err(explain(&e, r)),
+            Err(e) => return Err(PerfError::Refused(explain(&e, r))),
         }
     }
     if groups.is_empty() {
-        return Err("no thread of mariadbd could be counted".into());
+        return Err(PerfError::NoThread);
     }
     Ok(groups)
 }
@@ -336,7 +347,7 @@ pub(super) fn finish(mut s: Session, window: Duration) -> PerfCounters {
             Err(why) => PerfEvent {
                 name: (*name).into(),
                 value: None,
-                unavailable: Some(why.clone()),
+                unavailable: Some(why.to_string()),
             },
         })
         .collect::<Vec<_>>();
@@ -356,7 +367,7 @@ pub(super) fn finish(mut s: Session, window: Duration) -> PerfCounters {
 
 /// The software events summed over the threads' groups, each group disabled for the next
 /// window (disabled first: a disabled group's read needs no interrupt).
-fn finish_software(groups: &mut Result<BTreeMap<u32, Group>, String>) -> Vec<PerfEvent> {
+fn finish_software(groups: &mut Result<BTreeMap<u32, Group>, PerfError>) -> Vec<PerfEvent> {
     let mut sums = [0u64; SOFTWARE.len()];
     let mut failed = None;
     match groups {
@@ -373,7 +384,7 @@ fn finish_software(groups: &mut Result<BTreeMap<u32, Group>, String>) -> Vec<Per
                 }
             }
         }
-        Err(why) => failed = Some(why.clone()),
+        Err(why) => failed = Some(why.to_string()),
     }
     SOFTWARE
         .iter()

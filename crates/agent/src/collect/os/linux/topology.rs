@@ -174,7 +174,7 @@ pub(super) fn online_cpus(r: &Roots) -> Result<Vec<u32>, CollectError> {
     let base = r.sys("devices/system/cpu");
     let online = base.join("online");
     if let Ok(list) = read_trim(&online) {
-        return parse_cpu_list(&list).map_err(|e| CollectError::parse(&online, e));
+        return parse_cpu_list(&list).map_err(|e| CollectError::parse(&online, e.to_string()));
     }
     // Without the online list: the cpuN directories, less the CPUs the kernel lists in
     // `offline` or whose own `online` reads 0 (a missing cpuN/online is a CPU that cannot be
@@ -213,7 +213,9 @@ fn numa(r: &Roots) -> Result<(Vec<NumaNode>, Option<String>), CollectError> {
     let base = r.sys("devices/system/node");
     let online_path = base.join("online");
     let ids: Vec<u32> = match read_trim(&online_path) {
-        Ok(online) => parse_cpu_list(&online).map_err(|e| CollectError::parse(&online_path, e))?,
+        Ok(online) => {
+            parse_cpu_list(&online).map_err(|e| CollectError::parse(&online_path, e.to_string()))?
+        }
         // There but unreadable (too large, not a regular file): say so, guess nothing.
         Err(e) if !matches!(e, CollectError::NotFound { .. }) => {
             return Ok((Vec::new(), Some(e.to_string())));

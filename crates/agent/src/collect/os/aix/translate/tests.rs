@@ -41,7 +41,7 @@ fn pairs(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn flags(value: &str) -> Result<PartitionFlags, String> {
+fn flags(value: &str) -> Result<PartitionFlags, CollectError> {
     let mut w = 0;
     for name in value.split('|').map(str::trim).filter(|n| !n.is_empty()) {
         w |= match name {
@@ -58,7 +58,7 @@ fn flags(value: &str) -> Result<PartitionFlags, String> {
             "DONATE_CAPABLE" => mask::DONATE_CAPABLE,
             "DONATE_ENABLED" => mask::DONATE_ENABLED,
             "POWER_SAVE" => mask::POWER_SAVE,
-            other => return Err(format!("unknown flag {other}")),
+            other => return Err(fixture(format!("unknown flag {other}"))),
         };
     }
     Ok(PartitionFlags(w))
@@ -78,14 +78,18 @@ macro_rules! numbers {
         let v = $value.replace('_', "");
         match $key {
             $(stringify!($field) => {
-                $t.$field = v.parse().map_err(|e| format!("{} = {}: {e}", $key, $value))?;
+                $t.$field = v.parse().map_err(|e| fixture(format!("{} = {}: {e}", $key, $value)))?;
             })*
-            other => return Err(format!("unknown field {other}")),
+            other => return Err(fixture(format!("unknown field {other}"))),
         }
     }};
 }
 
-fn set_total(t: &mut perfstat_partition_total_t, key: &str, value: &str) -> Result<(), String> {
+fn set_total(
+    t: &mut perfstat_partition_total_t,
+    key: &str,
+    value: &str,
+) -> Result<(), CollectError> {
     if key == "type" {
         t.type_ = flags(value)?.into();
         return Ok(());
@@ -100,11 +104,17 @@ fn set_total(t: &mut perfstat_partition_total_t, key: &str, value: &str) -> Resu
     Ok(())
 }
 
-fn set_config(c: &mut perfstat_partition_config_t, key: &str, value: &str) -> Result<(), String> {
+fn set_config(
+    c: &mut perfstat_partition_config_t,
+    key: &str,
+    value: &str,
+) -> Result<(), CollectError> {
     match key {
         // The library stores a native double: on AIX, big-endian; here, the host's order.
         "processorMHz" => {
-            let mhz: f64 = value.parse().map_err(|e| format!("processorMHz: {e}"))?;
+            let mhz: f64 = value
+                .parse()
+                .map_err(|e| fixture(format!("processorMHz: {e}")))?;
             c.processorMHz = mhz.to_ne_bytes();
         }
         "conf" => c.conf = flags(value)?.into(),
@@ -115,7 +125,7 @@ fn set_config(c: &mut perfstat_partition_config_t, key: &str, value: &str) -> Re
     Ok(())
 }
 
-fn set_cpu_total(c: &mut perfstat_cpu_total_t, key: &str, value: &str) -> Result<(), String> {
+fn set_cpu_total(c: &mut perfstat_cpu_total_t, key: &str, value: &str) -> Result<(), CollectError> {
     match key {
         "description" => set_text(&mut c.description, value),
         _ => numbers!(c, key, value; processorHZ, ncpus),
@@ -123,12 +133,12 @@ fn set_cpu_total(c: &mut perfstat_cpu_total_t, key: &str, value: &str) -> Result
     Ok(())
 }
 
-fn set_page(p: &mut perfstat_memory_page_t, key: &str, value: &str) -> Result<(), String> {
+fn set_page(p: &mut perfstat_memory_page_t, key: &str, value: &str) -> Result<(), CollectError> {
     numbers!(p, key, value; real_total, real_free, real_pinned, real_inuse, pgexct);
     Ok(())
 }
 
-fn set_process(p: &mut perfstat_process_t, key: &str, value: &str) -> Result<(), String> {
+fn set_process(p: &mut perfstat_process_t, key: &str, value: &str) -> Result<(), CollectError> {
     match key {
         "proc_name" => set_text(&mut p.proc_name, value),
         _ => numbers!(p, key, value; pid, num_threads, real_inuse, pgsp_inuse),
@@ -136,24 +146,42 @@ fn set_process(p: &mut perfstat_process_t, key: &str, value: &str) -> Result<(),
     Ok(())
 }
 
-fn set_memory(m: &mut perfstat_memory_total_t, key: &str, value: &str) -> Result<(), String> {
+fn set_memory(m: &mut perfstat_memory_total_t, key: &str, value: &str) -> Result<(), CollectError> {
     numbers!(m, key, value; pgspins, pgspouts, pgsp_total, pgsp_free, real_avail, real_total);
     Ok(())
 }
 
 /// A command's captured output: `<name>.out`, else the error in `<name>.err`.
-fn command(dir: &Path, name: &str) -> Result<String, String> {
+fn command(dir: &Path, name: &str) -> Read<String> {
+    let failed = |message: String| CollectError::Command {
+        program: name.to_owned(),
+        message,
+    };
     if let Ok(out) = std::fs::read_to_string(dir.join(format!("{name}.out"))) {
         return Ok(out);
     }
     match std::fs::read_to_string(dir.join(format!("{name}.err"))) {
-        Ok(err) => Err(err.trim().to_owned()),
-        Err(_) => Err(format!("{name}: not captured in this fixture")),
+        Ok(err) => Err(failed(err.trim().to_owned())),
+        Err(_) => Err(failed(format!("{name}: not captured in this fixture"))),
     }
 }
 
-fn load_raw(dir: &Path) -> Result<Raw, String> {
-    let text = std::fs::read_to_string(dir.join("perfstat.txt")).map_err(|e| e.to_string())?;
+/// A fixture's perfstat.txt that says what it should not.
+fn fixture(what: String) -> CollectError {
+    CollectError::parse(Path::new("perfstat.txt"), what)
+}
+
+/// A libperfstat call's failure as the live collector reports it.
+fn lib(call: &'static str, message: &str) -> CollectError {
+    CollectError::Library {
+        call,
+        message: message.to_owned(),
+    }
+}
+
+fn load_raw(dir: &Path) -> Result<Raw, CollectError> {
+    let path = dir.join("perfstat.txt");
+    let text = std::fs::read_to_string(&path).map_err(|e| CollectError::io(&path, &e))?;
     let mut secs = 1.0;
     let mut layout = PartitionTotalLayout::Aix71;
     let mut has_before = true;
@@ -176,16 +204,26 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
         }
         let (section, field) = key.split_once('.').unwrap_or((key.as_str(), ""));
         match section {
-            "window_secs" => secs = value.parse().map_err(|e| format!("window_secs: {e}"))?,
+            "window_secs" => {
+                secs = value
+                    .parse()
+                    .map_err(|e| fixture(format!("window_secs: {e}")))?
+            }
             "layout" => {
                 layout = match value.as_str() {
                     "aix71" => PartitionTotalLayout::Aix71,
                     "aix61" => PartitionTotalLayout::Aix61,
-                    other => return Err(format!("layout {other}")),
+                    other => return Err(fixture(format!("layout {other}"))),
                 }
             }
             "before" if field.is_empty() && value == "none" => has_before = false,
-            "pid" => pid = Some(value.parse::<u32>().map_err(|e| format!("pid: {e}"))?),
+            "pid" => {
+                pid = Some(
+                    value
+                        .parse::<u32>()
+                        .map_err(|e| fixture(format!("pid: {e}")))?,
+                )
+            }
             "found_by" => found_by = value,
             // The server's directories as it reports them; `df-<role>.out` holds df's output.
             "dir" => dirs.push((field.to_owned(), value)),
@@ -209,17 +247,20 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
                 set_memory(&mut memory_now, field, &value)?;
             }
             "page" => {
-                let (size, field) = field.split_once('.').ok_or(format!("page key {key}"))?;
-                let psize = ps::parse_size(size).ok_or(format!("page size {size}"))?;
+                let (size, field) = field
+                    .split_once('.')
+                    .ok_or_else(|| fixture(format!("page key {key}")))?;
+                let psize =
+                    ps::parse_size(size).ok_or_else(|| fixture(format!("page size {size}")))?;
                 let page = pages.entry(psize).or_default();
                 page.psize = psize;
                 set_page(page, field, &value)?;
             }
-            other => return Err(format!("unknown key {other}")),
+            other => return Err(fixture(format!("unknown key {other}"))),
         }
     }
-    let failed = |name: &str| errors.get(name).cloned();
-    let pid = pid.ok_or("no pid")?;
+    let failed = |name: &'static str| errors.get(name).map(|e| lib(name, e));
+    let pid = pid.ok_or_else(|| fixture("no pid".into()))?;
     Ok(Raw {
         window_secs: secs,
         before: has_before.then_some(PartitionTotal {
@@ -234,13 +275,19 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
         memory_total: match failed("memory") {
             Some(e) => Err(e),
             None if has_memory => Ok(memory_now),
-            None => Err("perfstat_memory_total: not captured in this fixture".into()),
+            None => Err(lib(
+                "perfstat_memory_total",
+                "perfstat_memory_total: not captured in this fixture",
+            )),
         },
         dscr: command(dir, "dscrctl").and_then(|out| {
-            ps::parse_dscr(&out).ok_or_else(|| "dscrctl -q printed no os_default_pd".into())
+            ps::parse_dscr(&out).ok_or_else(|| CollectError::Command {
+                program: "dscrctl".into(),
+                message: "dscrctl -q printed no os_default_pd".into(),
+            })
         }),
-        process: match failed("process") {
-            Some(e) => Err(e),
+        process: match errors.get("process") {
+            Some(e) => Err(CollectError::ServerProcess { why: e.clone() }),
             None => Ok(RawProcess {
                 pid,
                 found_by,
@@ -252,7 +299,9 @@ fn load_raw(dir: &Path) -> Result<Raw, String> {
             }),
         },
         storage: if dirs.is_empty() {
-            Err("unavailable: no server connected, so its directories are unknown".into())
+            Err(CollectError::skipped(
+                "unavailable: no server connected, so its directories are unknown",
+            ))
         } else {
             Ok(dirs
                 .into_iter()
@@ -419,19 +468,38 @@ fn a_stalled_timebase_reads_since_boot() {
     assert_eq!(w.consumed_cpus, None);
 }
 
-fn raw_with(now: Result<PartitionTotal, String>) -> Raw {
+fn raw_with(now: Result<PartitionTotal, &str>) -> Raw {
     Raw {
         window_secs: 1.0,
         before: None,
-        now,
-        config: Err("perfstat_partition_config failed: EINVAL (errno 22)".into()),
-        cpu_total: Err("perfstat_cpu_total failed: EFAULT (errno 14)".into()),
-        pages: Err("perfstat_memory_page failed: EINVAL (errno 22)".into()),
+        now: now.map_err(|e| lib("perfstat_partition_total", e)),
+        config: Err(lib(
+            "perfstat_partition_config",
+            "perfstat_partition_config failed: EINVAL (errno 22)",
+        )),
+        cpu_total: Err(lib(
+            "perfstat_cpu_total",
+            "perfstat_cpu_total failed: EFAULT (errno 14)",
+        )),
+        pages: Err(lib(
+            "perfstat_memory_page",
+            "perfstat_memory_page failed: EINVAL (errno 22)",
+        )),
         memory_before: None,
-        memory_total: Err("perfstat_memory_total failed: EINVAL (errno 22)".into()),
-        dscr: Err("not read".into()),
-        process: Err("no mariadbd or mysqld process on this host".into()),
-        storage: Err("unavailable: no server connected, so its directories are unknown".into()),
+        memory_total: Err(lib(
+            "perfstat_memory_total",
+            "perfstat_memory_total failed: EINVAL (errno 22)",
+        )),
+        dscr: Err(CollectError::Command {
+            program: "dscrctl".into(),
+            message: "not read".into(),
+        }),
+        process: Err(CollectError::ServerProcess {
+            why: "no mariadbd or mysqld process on this host".into(),
+        }),
+        storage: Err(CollectError::skipped(
+            "unavailable: no server connected, so its directories are unknown",
+        )),
     }
 }
 
@@ -445,19 +513,40 @@ fn storage_from_df_per_directory() {
             "Filesystem    1024-blocks      Used Available Capacity Mounted on\n{line}\n"
         ))
     };
-    let dir = |role: &str, path: &str, out: Result<String, String>| RawDir {
+    let dir = |role: &str, path: &str, out: Result<String, &str>| RawDir {
         role: role.into(),
         path: path.into(),
-        df: out,
+        df: out.map_err(|m| CollectError::Command {
+            program: "df".into(),
+            message: m.to_owned(),
+        }),
     };
-    let mut raw = raw_with(Err("x".into()));
+    let mut raw = raw_with(Err("x"));
     raw.storage = Ok(vec![
-        dir("datadir", "/data/mariadb/", df("/dev/fslv01 209715200 203423744 6291456 98% /data")),
-        dir("tmpdir", "/tmp", df("/dev/hd3 4194304 1048576 3145728 25% /tmp")),
-        dir("innodb_log_group_home_dir", "/data/mariadb/", df("/dev/fslv01 209715200 203423744 6291456 98% /data")),
-        dir("aria_log_dir_path", "/gone", Err("/usr/bin/df -P -k /gone: exit status: 1: df: /gone: A file or directory in the path name does not exist.".into())),
+        dir(
+            "datadir",
+            "/data/mariadb/",
+            df("/dev/fslv01 209715200 203423744 6291456 98% /data"),
+        ),
+        dir(
+            "tmpdir",
+            "/tmp",
+            df("/dev/hd3 4194304 1048576 3145728 25% /tmp"),
+        ),
+        dir(
+            "innodb_log_group_home_dir",
+            "/data/mariadb/",
+            df("/dev/fslv01 209715200 203423744 6291456 98% /data"),
+        ),
+        dir(
+            "aria_log_dir_path",
+            "/gone",
+            Err(
+                "/usr/bin/df -P -k /gone: exit status: 1: df: /gone: A file or directory in the path name does not exist.",
+            ),
+        ),
     ]);
-    let o = os_facts(&raw);
+    let (o, runs) = collect(&raw, &Selection::defaults());
     let fs = o.storage.as_ref().unwrap();
     assert_eq!(fs.len(), 3, "{fs:?}");
     assert_eq!(fs[0].roles, ["datadir", "innodb_log_group_home_dir"]);
@@ -497,7 +586,6 @@ fn storage_from_df_per_directory() {
             .contains("perfstat_disk_t is not bound")
     );
     // One run per section: storage succeeded.
-    let runs = runs(&o, 0.01);
     assert!(
         runs.iter().any(|r| r.name == "storage" && r.success),
         "{runs:?}"
@@ -506,9 +594,10 @@ fn storage_from_df_per_directory() {
 
 #[test]
 fn failed_calls_lose_only_their_own_facts() {
-    let o = os_facts(&raw_with(Err(
-        "perfstat_partition_total failed: EINVAL (errno 22)".into(),
-    )));
+    let (o, runs) = collect(
+        &raw_with(Err("perfstat_partition_total failed: EINVAL (errno 22)")),
+        &Selection::defaults(),
+    );
     for g in [
         o.cpu.as_ref().err(),
         o.cpu_time.as_ref().err(),
@@ -527,7 +616,6 @@ fn failed_calls_lose_only_their_own_facts() {
     assert!(o.topology.as_ref().unwrap_err().starts_with("unavailable"));
     assert!(o.counters.as_ref().unwrap_err().starts_with("unavailable"));
     // One run per section that failed or worked; none for the sections AIX does not read yet.
-    let runs = runs(&o, 0.25);
     let names: Vec<(&str, bool)> = runs.iter().map(|r| (r.name.as_str(), r.success)).collect();
     assert_eq!(
         names,
