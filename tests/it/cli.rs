@@ -329,3 +329,84 @@ fn man_pages_for_the_command_and_each_subcommand() {
         doctor.contains(".TH powerdiag-doctor 1") && doctor.contains("mariadb.defaults\\-file")
     );
 }
+
+/// `powerdiag collectors` lists the registry, in every format, and each name is a flag.
+#[test]
+fn collectors_lists_the_registry_and_each_name_is_a_flag() {
+    let names: Vec<&str> = powerdiag_agent::collect::collectors()
+        .iter()
+        .map(|d| d.name)
+        .collect();
+    let text = run(powerdiag().arg("collectors"));
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for n in &names {
+        assert!(
+            text.stdout.lines().any(|l| l.starts_with(&format!("{n} "))),
+            "{n} missing:\n{}",
+            text.stdout
+        );
+    }
+    let j = run(powerdiag().args(["collectors", "--format", "json"])).json();
+    let listed: Vec<&str> = j
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, names);
+    let help = run(powerdiag().args(["doctor", "--help"]));
+    for n in &names {
+        assert!(
+            help.stdout.contains(&format!("--no-collector.{n}")),
+            "doctor --help lacks --no-collector.{n}"
+        );
+    }
+    // A name that is no collector is a usage error (exit 3), naming the flag.
+    let bad = run(powerdiag().args(["doctor", "--no-collector.cpus"]));
+    assert_eq!(bad.code, 3, "{}", bad.stderr);
+    assert!(bad.stderr.contains("--no-collector.cpus"), "{}", bad.stderr);
+}
+
+/// A collector turned off is not run (no run reported), and its section says how to turn it
+/// back on; the last flag for a collector wins.
+#[test]
+fn a_collector_turned_off_says_how_to_turn_it_on() {
+    let r = run(powerdiag().args([
+        "collect",
+        "--no-probe",
+        "--sample-window",
+        "0",
+        "--mariadb.url",
+        "mysql://nobody@127.0.0.1:1/",
+        "--no-collector.cpu",
+        "--no-collector.swap",
+        "--collector.swap",
+        "--no-collector.mariadb",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = r.json();
+    let s = s.get("snapshot").unwrap_or(&s);
+    assert_eq!(
+        s["os"]["available"]["cpu"]["unavailable"],
+        "the cpu collector is disabled by --no-collector.cpu"
+    );
+    assert!(s["os"]["available"]["swap"]["available"].is_object());
+    let runs: Vec<&str> = s["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !runs.contains(&"cpu") && !runs.contains(&"mariadb"),
+        "{runs:?}"
+    );
+    assert!(runs.contains(&"swap") && runs.contains(&"host"), "{runs:?}");
+    assert!(
+        s["mariadb"]["attempts"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "a disabled mariadb collector connects nowhere: {}",
+        s["mariadb"]
+    );
+}

@@ -335,6 +335,36 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 mod tests {
     use super::*;
 
+    /// `[collectors]` turns collectors off by name; an unknown name is an error listing the
+    /// names; the command line's choices win over the file's.
+    #[test]
+    fn collectors_by_name() {
+        let c = Config::parse("[collectors]\ncpu = false\nswap = false\n", "agent.toml").unwrap();
+        let all = crate::collect::collectors();
+        assert_eq!(
+            c.selection.disabled(&all).collect::<Vec<_>>(),
+            ["cpu", "swap"]
+        );
+        let e = Config::parse("[collectors]\ncpus = false\n", "agent.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("agent.toml: collectors: unknown collector \"cpus\": the collectors are host, mariadb,"),
+            "{e}"
+        );
+        let flags =
+            Selection::from_choices(&all, [("swap", true), ("memory", false)], Source::Flags)
+                .unwrap();
+        let both = c.selection.overridden_by(&flags);
+        assert_eq!(both.disabled(&all).collect::<Vec<_>>(), ["cpu", "memory"]);
+        let cpu = crate::collect::find_collector("cpu").unwrap();
+        let e = both.gate(cpu, None).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the cpu collector is disabled by [collectors] cpu = false in the configuration"
+        );
+    }
+
     #[test]
     fn toml_errors_keep_their_lines() {
         let e = Config::parse("[sample]\nintervall = \"30s\"\n", "agent.toml")

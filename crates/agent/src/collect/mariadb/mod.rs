@@ -270,6 +270,17 @@ pub async fn connect<'a>(
     })
     .await;
     out.runs.extend(run);
+    if let Err(e) = &live
+        && !e.is_failure()
+    {
+        // Turned off: say so where the report says why there are no database facts.
+        out.section.error = Some(DbError {
+            kind: DbErrorKind::Other,
+            message: e.to_string(),
+            hint: "turn the mariadb collector back on to connect (powerdiag collectors lists them)"
+                .into(),
+        });
+    }
     Collection {
         out,
         opts,
