@@ -130,6 +130,9 @@ EXPECTED=(
     /usr/share/powerdiag/runbooks/PowerdiagAgentDown.md
     /usr/share/doc/powerdiag/examples/prometheus/powerdiag.rules.yml
     /usr/share/doc/powerdiag/examples/systemd/perf.conf
+    /usr/share/doc/powerdiag/README.md
+    /usr/share/doc/powerdiag/docs/agent.md
+    /usr/share/doc/powerdiag/docs/rules.md
 )
 has() { # LIST PATH
     grep -qxF -- "$2" <<<"$1" || fails+=("$3 lacks $2")

@@ -335,6 +335,26 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 mod tests {
     use super::*;
 
+    /// The configuration docs/agent.md shows, and the one deploy/systemd installs, are valid.
+    #[test]
+    fn the_documented_configurations_parse() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let doc = std::fs::read_to_string(format!("{root}/docs/agent.md")).unwrap();
+        let start = doc
+            .find("```toml\n")
+            .expect("docs/agent.md has a TOML example")
+            + 8;
+        let end = start + doc[start..].find("```").unwrap();
+        let c = Config::parse(&doc[start..end], "docs/agent.md").unwrap();
+        assert!(
+            !c.selection
+                .is_enabled(crate::collect::find_collector("counters").unwrap())
+        );
+        let deployed =
+            std::fs::read_to_string(format!("{root}/deploy/systemd/agent.toml")).unwrap();
+        Config::parse(&deployed, "deploy/systemd/agent.toml").unwrap();
+    }
+
     /// `[collectors]` turns collectors off by name; an unknown name is an error listing the
     /// names; the command line's choices win over the file's.
     #[test]
