@@ -22,8 +22,9 @@
 #
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
 # scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 (on a tmpfs),
-# pitmem = +21, pitsql = +22, tls = +14 (TLS with tests/harness/tls.sh's certificates); the
-# packaged agent = +9; +15, +16 and +23..+29 are free),
+# pitmem = +21, pitsql = +22, tls = +14 (TLS with tests/harness/tls.sh's certificates), tlsname =
+# +15 (its certificate names another host); the
+# packaged agent = +9; +16 and +23..+29 are free),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -105,7 +106,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -122,7 +123,7 @@ if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -140,7 +141,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (six) and 10.11 (five) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (seven) and 10.11 (five) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -171,6 +172,8 @@ POWERDIAG_IT_MARIADB_OPTIONS="query_cache_type=ON query_cache_size=16M" start_se
 export POWERDIAG_IT_TLS_CERTS=$POWERDIAG_IT_DIR/tls-certs
 "$HERE/harness/tls.sh" certs "$POWERDIAG_IT_TLS_CERTS"
 POWERDIAG_IT_MARIADB_OPTIONS="$("$HERE/harness/tls.sh" server-options "$POWERDIAG_IT_TLS_CERTS")" start_server tls 11.8 14
+# tlsname: the same CA, a certificate naming another host (VERIFY_CA against VERIFY_IDENTITY)
+POWERDIAG_IT_MARIADB_OPTIONS="$("$HERE/harness/tls.sh" server-options "$POWERDIAG_IT_TLS_CERTS" wrongname)" start_server tlsname 11.8 15
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

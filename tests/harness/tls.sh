@@ -18,10 +18,15 @@ Usage: tests/harness/tls.sh certs DIR
                         server.pem/-key   the server's (subjectAltName IP:127.0.0.1, DNS:localhost)
                         client.pem/-key   a client certificate (CN powerdiag-client), for REQUIRE X509
                         other-ca.pem      an unrelated CA: verifying the server with it must fail
+                        wrongname.pem/-key  a server certificate of the same CA naming another host
+                                          (IP:10.99.99.99, DNS:db.invalid): VERIFY_CA accepts it,
+                                          VERIFY_IDENTITY refuses it
                       Keys are EC P-256, certificates valid 30 days, all files world-readable
                       (the server runs as the mysql user; test keys only).
-  server-options DIR  print the POWERDIAG_IT_MARIADB_OPTIONS that make mariadb.sh start a server
-                      with DIR's certificates (ssl_ca, ssl_cert, ssl_key).
+  server-options DIR [LEAF]
+                      print the POWERDIAG_IT_MARIADB_OPTIONS that make mariadb.sh start a server
+                      with DIR's certificates (ssl_ca, ssl_cert, ssl_key); LEAF is the server
+                      certificate's name (default server; wrongname for the other host's).
 EOF2
 }
 
@@ -60,10 +65,14 @@ cmd_certs() {
             "subjectAltName=IP:127.0.0.1,DNS:localhost
 basicConstraints=CA:FALSE
 extendedKeyUsage=serverAuth"
+        leaf wrongname "powerdiag wrong-name server" \
+            "subjectAltName=IP:10.99.99.99,DNS:db.invalid
+basicConstraints=CA:FALSE
+extendedKeyUsage=serverAuth"
         leaf client "powerdiag-client" \
             "basicConstraints=CA:FALSE
 extendedKeyUsage=clientAuth"
-        openssl verify -CAfile ca.pem server.pem client.pem >/dev/null
+        openssl verify -CAfile ca.pem server.pem wrongname.pem client.pem >/dev/null
         chmod 0644 ./*.pem
         touch .complete
     ) || {
@@ -82,8 +91,10 @@ certs)
     cmd_certs "$2"
     ;;
 server-options)
-    [ $# -eq 2 ] || die "server-options needs DIR"
-    printf 'ssl_ca=%s ssl_cert=%s ssl_key=%s\n' "$2/ca.pem" "$2/server.pem" "$2/server-key.pem"
+    [ $# -eq 2 ] || [ $# -eq 3 ] || die "server-options needs DIR [LEAF]"
+    leaf=${3:-server}
+    case $leaf in server | wrongname) ;; *) die "LEAF is server or wrongname (got '$leaf')" ;; esac
+    printf 'ssl_ca=%s ssl_cert=%s ssl_key=%s\n' "$2/ca.pem" "$2/$leaf.pem" "$2/$leaf-key.pem"
     ;;
 -h | --help | help) usage ;;
 *)

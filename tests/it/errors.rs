@@ -222,3 +222,41 @@ fn defaults_file_and_unix_socket() {
     ]));
     assert_eq!(r.json()["mariadb"]["reachable"], true, "{}", r.stdout);
 }
+
+/// A password in `--mariadb.url` is refused before anything connects (argv is world-readable),
+/// for doctor and the agent alike, without repeating it; the environment variable may hold one.
+#[test]
+fn a_password_in_the_url_flag_is_refused() {
+    for cmd in [
+        &["doctor", "--no-probe", "--sample-window", "0"][..],
+        &["agent", "--web.listen-address", "127.0.0.1:0"][..],
+    ] {
+        let r = run(powerdiag()
+            .args(cmd)
+            .args(["--mariadb.url", "mysql://mon:s3cret-pw@127.0.0.1:1/"]));
+        assert_eq!(r.code, 3, "{cmd:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("--mariadb.url: a password on the command line")
+                && r.stderr.contains("--mariadb.defaults-file"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("s3cret-pw") && !r.stdout.contains("s3cret-pw"));
+    }
+    let r = run(powerdiag()
+        .env(
+            "POWERDIAG_MARIADB_URL",
+            "mysql://mon:s3cret-pw@127.0.0.1:1/",
+        )
+        .args([
+            "doctor",
+            "--no-probe",
+            "--sample-window",
+            "0",
+            "--timeout",
+            "1s",
+        ]));
+    assert_ne!(r.code, 3, "{}", r.stderr);
+    assert!(!r.stderr.contains("s3cret-pw") && !r.stdout.contains("s3cret-pw"));
+}

@@ -373,3 +373,98 @@ fn a_server_without_tls() {
     let r = doctor_json(&format!("{root}?ssl-mode=PREFERRED"), &["--no-probe"]);
     assert_eq!(mariadb(&r)["reachable"], true, "{}", r.stdout);
 }
+
+/// ssl-mode=VERIFY_CA checks the certificate against the CA and not the name; VERIFY_IDENTITY
+/// checks both; REQUIRED neither. The `tlsname` server's certificate is signed by the test CA
+/// but names another host (IP:10.99.99.99, DNS:db.invalid), and powerdiag connects to
+/// 127.0.0.1.
+#[test]
+fn verify_ca_skips_only_the_name() {
+    let server = Server::get("tlsname");
+    let ca = certs().join("ca.pem");
+    let other = certs().join("other-ca.pem");
+    let root = |query: String| {
+        format!(
+            "mysql://root:{}@127.0.0.1:{}/{query}",
+            Server::root_password(),
+            server.port
+        )
+    };
+    // VERIFY_CA with the right CA: connects (the name is not checked), from the URL …
+    let r = doctor_json(
+        &root(format!("?ssl-mode=VERIFY_CA&ssl-ca={}", ca.display())),
+        &["--no-probe"],
+    );
+    reachable(&r);
+    // … and as `ssl-verify-server-cert` with `verify_identity=false` (mysql_async's names).
+    let r = doctor_json(
+        &root(format!(
+            "?require_ssl=true&verify_identity=false&ssl-ca={}",
+            ca.display()
+        )),
+        &["--no-probe"],
+    );
+    reachable(&r);
+    // From a defaults file.
+    let dir = tempfile::tempdir().unwrap();
+    let cnf = dir.path().join("my.cnf");
+    std::fs::write(
+        &cnf,
+        format!(
+            "[client]\nuser=root\npassword={}\nhost=127.0.0.1\nport={}\nssl-ca={}\nssl-mode=VERIFY_CA\n",
+            Server::root_password(),
+            server.port,
+            ca.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cnf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = run(powerdiag()
+        .args([
+            "doctor",
+            "--format",
+            "json",
+            "--no-probe",
+            "--sample-window",
+            "0",
+        ])
+        .arg("--mariadb.defaults-file")
+        .arg(&cnf));
+    reachable(&r);
+
+    // VERIFY_CA with another CA: refused, naming the CA file.
+    let r = doctor_json(
+        &root(format!("?ssl-mode=VERIFY_CA&ssl-ca={}", other.display())),
+        &["--no-probe"],
+    );
+    let m = mariadb(&r);
+    assert_eq!(m["reachable"], false, "{m:#}");
+    assert_eq!(m["error"]["kind"], "tls", "{m:#}");
+    let message = m["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "not signed by the CA in ssl-ca {}",
+            other.display()
+        )),
+        "{message}"
+    );
+
+    // VERIFY_IDENTITY: the name is checked and refused.
+    let r = doctor_json(
+        &root(format!("?ssl-mode=VERIFY_IDENTITY&ssl-ca={}", ca.display())),
+        &["--no-probe"],
+    );
+    let m = mariadb(&r);
+    assert_eq!(m["reachable"], false, "{m:#}");
+    assert_eq!(m["error"]["kind"], "tls", "{m:#}");
+    let message = m["error"]["message"].as_str().unwrap();
+    assert!(message.contains("127.0.0.1"), "{message}");
+
+    // REQUIRED: encrypted, nothing verified.
+    let r = doctor_json(
+        &root(format!("?ssl-mode=REQUIRED&ssl-ca={}", other.display())),
+        &["--no-probe"],
+    );
+    reachable(&r);
+    assert!(!r.stdout.contains(&Server::root_password()));
+}

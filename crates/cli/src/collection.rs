@@ -98,7 +98,7 @@ pub(crate) fn connection_request(
         let name = if from_env {
             "POWERDIAG_MARIADB_URL"
         } else {
-            "--mariadb.url"
+            target::URL_FLAG
         };
         req.url = Some((name.to_owned(), url.to_owned()));
     }

@@ -16,6 +16,7 @@ mod status_window;
 pub mod target;
 mod tls;
 mod vector;
+mod verify_ca;
 
 use std::{
     collections::BTreeMap,

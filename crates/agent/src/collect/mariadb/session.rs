@@ -35,6 +35,51 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// `ssl-mode=VERIFY_CA`: the driver's options with a name the server's certificate holds, once
+/// a handshake of powerdiag's own has checked the certificate against the CA (`verify_ca.rs`).
+/// A server that cannot be reached is left to the driver's connection, whose error says why.
+async fn verify_ca_opts(
+    c: &Candidate,
+    tls: &Tls,
+    host: &str,
+    port: u16,
+    timeout: Duration,
+    opts: SslOpts,
+    target: &str,
+) -> Result<SslOpts, DbError> {
+    use super::verify_ca::{VerifyCaError as E, certificate_name};
+    match certificate_name(host, port, tls, timeout).await {
+        Ok(name) => Ok(opts.with_danger_tls_hostname_override(Some(name))),
+        Err(E::Io(_)) => Ok(opts),
+        Err(E::Handshake(err)) => {
+            let (message, hint) = tls::explain_handshake(&err, tls, host, &c.source);
+            Err(DbError {
+                kind: DbErrorKind::Tls,
+                message: format!("{target}: {message}"),
+                hint,
+            })
+        }
+        Err(E::File(e)) => Err(DbError {
+            kind: DbErrorKind::Tls,
+            message: format!("{target}: {e}"),
+            hint: format!(
+                "fix {} in {} (a readable PEM file; docs/connecting.md: TLS to MariaDB)",
+                e.option, c.source
+            ),
+        }),
+        Err(e @ E::NoName) => Err(DbError {
+            kind: DbErrorKind::Tls,
+            message: format!("{target}: {e}"),
+            hint: "give the server's certificate a subjectAltName that names its host, or connect with ssl-mode=REQUIRED (TLS without checking the certificate)".into(),
+        }),
+        Err(e @ E::Protocol(_)) => Err(DbError {
+            kind: DbErrorKind::Tls,
+            message: format!("{target}: {e}, but ssl-mode=VERIFY_CA is asked for in {}", c.source),
+            hint: "enable TLS on the server (ssl_cert, ssl_key) or connect without ssl-mode=VERIFY_CA".into(),
+        }),
+    }
+}
+
 impl Session {
     pub(crate) async fn connect(c: &Candidate, timeout: Duration) -> Result<Session, DbError> {
         let target = c.display();
@@ -57,6 +102,12 @@ impl Session {
             }
         };
         let preferred = tls.is_some_and(|t| t.mode == SslMode::Preferred);
+        let ssl_opts = match (tls, &c.endpoint, ssl_opts) {
+            (Some(t), Endpoint::Tcp { host, port }, Some(opts)) if t.mode == SslMode::VerifyCa => {
+                Some(verify_ca_opts(c, t, host, *port, timeout, opts, &target).await?)
+            }
+            (_, _, opts) => opts,
+        };
         match Self::connect_with(c, timeout, ssl_opts, &target).await {
             // ssl-mode=PREFERRED: in clear when the server offers no TLS.
             Err(e) if preferred && e.kind == DbErrorKind::Tls && e.message.contains(NO_TLS) => {

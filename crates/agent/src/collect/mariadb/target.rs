@@ -196,6 +196,9 @@ pub struct TargetRequest {
     pub existing_sockets: Vec<PathBuf>,
 }
 
+/// The flag whose URL may not hold a password (`POWERDIAG_MARIADB_URL` may).
+pub const URL_FLAG: &str = "--mariadb.url";
+
 /// Turns the request into the endpoints to try, in order.
 ///
 /// - A URL: exactly that endpoint. A defaults file may supply what the URL leaves out.
@@ -219,6 +222,12 @@ pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
     }
     let source = if let Some((name, url)) = &req.url {
         let from_url = parse_url(url, name)?;
+        if from_url.password.is_some() && name == URL_FLAG {
+            return Err(invalid(
+                URL_FLAG,
+                "a password on the command line is readable by every local user (ps, /proc/PID/cmdline) for the whole life of the process; give the URL without it and put the password in the [client] section of --mariadb.defaults-file (mode 0600), or in POWERDIAG_MARIADB_URL (the environment is readable only by the same user and root)",
+            ));
+        }
         // A URL names one endpoint: don't mix in a socket or host from a file.
         settings.host = None;
         settings.socket = None;
@@ -280,6 +289,29 @@ pub fn plan(req: &TargetRequest) -> Result<Vec<Candidate>, TargetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A password in `--mariadb.url` is refused (argv is world-readable); the same URL from the
+    /// environment is accepted.
+    #[test]
+    fn no_password_on_the_command_line() {
+        let req = |name: &str| TargetRequest {
+            url: Some((name.into(), "mysql://mon:s3cret@db:3306/".into())),
+            ..Default::default()
+        };
+        let e = plan(&req(URL_FLAG)).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--mariadb.url: a password on the command line")
+                && e.contains("--mariadb.defaults-file")
+                && !e.contains("s3cret"),
+            "{e}"
+        );
+        assert!(plan(&req("POWERDIAG_MARIADB_URL")).is_ok());
+        let no_password = TargetRequest {
+            url: Some((URL_FLAG.into(), "mysql://mon@db:3306/".into())),
+            ..Default::default()
+        };
+        assert!(plan(&no_password).is_ok());
+    }
 
     #[test]
     fn url_with_everything() {
