@@ -3,6 +3,7 @@
 //! every route (HTTP/2 only by ALPN, basic auth, the configured headers).
 
 use std::{
+    collections::HashMap,
     future::{Future, Ready},
     io,
     net::{IpAddr, Ipv4Addr, SocketAddr},
@@ -28,7 +29,7 @@ use axum_server::{
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpStream,
-    sync::{OwnedSemaphorePermit, Semaphore, watch},
+    sync::watch,
 };
 
 use crate::{
@@ -134,11 +135,13 @@ pub async fn serve_with(
         options.auth.clone(),
         options.auth_stats.clone(),
     )?);
+    let slots = Arc::new(Slots::new(options.max_connections));
     let app = app
         .layer(middleware::from_fn_with_state(
             GuardState {
                 web: web.clone(),
                 pool,
+                slots: slots.clone(),
             },
             guard,
         ))
@@ -152,7 +155,7 @@ pub async fn serve_with(
             handle.graceful_shutdown(Some(DRAIN_TIMEOUT));
         }
     });
-    let cap = CapAcceptor::new(options.max_connections);
+    let cap = CapAcceptor { slots };
     let on_error = |peer: Option<&SocketAddr>, e: &io::Error| {
         tracing::debug!("connection from {peer:?}: {e}");
     };
@@ -232,6 +235,8 @@ fn warn_expiry(web: Option<&WebConfig>) {
 struct GuardState {
     web: watch::Receiver<Option<Arc<WebConfig>>>,
     pool: Arc<BcryptPool>,
+    /// Told which addresses complete requests (they keep a place in the reserve).
+    slots: Arc<Slots>,
 }
 
 /// The middleware in front of every route: HTTP/2 only where ALPN chose it, basic auth, then the
@@ -245,20 +250,21 @@ async fn guard(State(state): State<GuardState>, request: Request, next: Next) ->
         .get::<Arc<TlsInfo>>()
         .is_some_and(|t| t.alpn_protocol.as_deref() == Some(b"h2".as_slice()));
     let h2_refused = request.version() == Version::HTTP_2 && !alpn_h2;
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     let Some(web) = web else {
         return if h2_refused {
             http2_refused()
         } else {
+            state.slots.known(client);
             next.run(request).await
         };
     };
     let mut response = if h2_refused {
         http2_refused()
     } else {
-        let client = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
         // A header that is not visible ASCII cannot be valid Basic credentials: treated as absent.
         let check = web.check_cached(
             request
@@ -272,7 +278,10 @@ async fn guard(State(state): State<GuardState>, request: Request, next: Next) ->
             Check::Bcrypt(pending) => state.pool.check(web.clone(), pending, client).await,
         };
         match allowed {
-            Ok(true) => next.run(request).await,
+            Ok(true) => {
+                state.slots.known(client);
+                next.run(request).await
+            }
             Ok(false) => unauthorized(),
             Err(_busy) => busy(),
         }
@@ -311,24 +320,133 @@ fn busy() -> Response {
         .into_response()
 }
 
-/// Takes one of [`ServeOptions::max_connections`] slots for each connection, before its TLS
-/// handshake; without a free slot the connection is closed at once.
-#[derive(Clone)]
-struct CapAcceptor {
-    slots: Arc<Semaphore>,
+/// The connection slots: [`ServeOptions::max_connections`] in all, at most
+/// `per_address` from one source address, and the last `reserve` only for addresses that
+/// completed a request recently ([`Slots::known`]), so that a client opening idle connections
+/// (without credentials, from one address or a few) can neither fill the server nor keep a
+/// scraper out. A connection is refused, closed at once, when it would break one of these.
+#[derive(Debug)]
+pub(crate) struct Slots {
     max: usize,
-    last_warning: Arc<Mutex<Option<Instant>>>,
+    per_address: usize,
+    reserve: usize,
+    state: Mutex<SlotState>,
+    last_warning: Mutex<Option<Instant>>,
 }
 
-impl CapAcceptor {
-    fn new(max: usize) -> CapAcceptor {
+#[derive(Debug, Default)]
+struct SlotState {
+    open: usize,
+    by_address: HashMap<IpAddr, usize>,
+    /// Addresses that completed a request, with when they last did.
+    known: HashMap<IpAddr, Instant>,
+}
+
+/// An address that completed a request keeps its place in the reserve this long.
+const KNOWN_FOR: Duration = Duration::from_secs(3600);
+/// Addresses remembered at most (the oldest is forgotten first).
+const MAX_KNOWN: usize = 1024;
+
+/// Why a connection was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    Full,
+    Reserved,
+    Address,
+}
+
+impl Slots {
+    pub(crate) fn new(max: usize) -> Slots {
         let max = max.max(1);
-        CapAcceptor {
-            slots: Arc::new(Semaphore::new(max)),
+        Slots {
             max,
-            last_warning: Arc::new(Mutex::new(None)),
+            // Prometheus keeps one connection per target; a few scrapers from one host fit.
+            per_address: (max / 16).max(4).min(max),
+            reserve: max / 8,
+            state: Mutex::new(SlotState::default()),
+            last_warning: Mutex::new(None),
         }
     }
+
+    fn take(self: &Arc<Self>, address: IpAddr) -> Result<Slot, Refused> {
+        let mut s = lock(&self.state);
+        let from_here = s.by_address.get(&address).copied().unwrap_or(0);
+        if from_here >= self.per_address {
+            return Err(Refused::Address);
+        }
+        if s.open >= self.max {
+            return Err(Refused::Full);
+        }
+        let known = s
+            .known
+            .get(&address)
+            .is_some_and(|t| t.elapsed() < KNOWN_FOR);
+        if s.open >= self.max - self.reserve && !known {
+            return Err(Refused::Reserved);
+        }
+        s.open += 1;
+        *s.by_address.entry(address).or_default() += 1;
+        Ok(Slot {
+            slots: self.clone(),
+            address,
+        })
+    }
+
+    /// `address` completed a request: it may use the reserve for the next hour.
+    pub(crate) fn known(&self, address: IpAddr) {
+        let mut s = lock(&self.state);
+        if s.known.len() >= MAX_KNOWN && !s.known.contains_key(&address) {
+            let oldest = s.known.iter().min_by_key(|(_, t)| **t).map(|(a, _)| *a);
+            if let Some(a) = oldest {
+                s.known.remove(&a);
+            }
+        }
+        s.known.insert(address, Instant::now());
+    }
+
+    fn warn(&self, why: Refused, address: IpAddr) {
+        let mut last = lock(&self.last_warning);
+        if last.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+            *last = Some(Instant::now());
+            let what = match why {
+                Refused::Full => "connection limit reached: closing new connections until some end",
+                Refused::Reserved => {
+                    "connection limit reached but for the reserve of clients that completed a request: closing new connections from others"
+                }
+                Refused::Address => {
+                    "too many connections from one address: closing its new connections until some end"
+                }
+            };
+            tracing::warn!(max = self.max, per_address = self.per_address, %address, "{what}");
+        }
+    }
+}
+
+/// One taken slot, given back when the connection closes.
+#[derive(Debug)]
+struct Slot {
+    slots: Arc<Slots>,
+    address: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = lock(&self.slots.state);
+        s.open = s.open.saturating_sub(1);
+        if let Some(n) = s.by_address.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                s.by_address.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// Takes a slot for each connection, before its TLS handshake; without one the connection is
+/// closed at once.
+#[derive(Clone)]
+struct CapAcceptor {
+    slots: Arc<Slots>,
 }
 
 impl<S> Accept<TcpStream, S> for CapAcceptor {
@@ -337,7 +455,10 @@ impl<S> Accept<TcpStream, S> for CapAcceptor {
     type Future = Ready<io::Result<(Capped, S)>>;
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
-        match self.slots.clone().try_acquire_owned() {
+        let address = stream
+            .peer_addr()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
+        match self.slots.take(address) {
             Ok(slot) => {
                 let _ = stream.set_nodelay(true);
                 std::future::ready(Ok((
@@ -348,15 +469,8 @@ impl<S> Accept<TcpStream, S> for CapAcceptor {
                     service,
                 )))
             }
-            Err(_) => {
-                let mut last = lock(&self.last_warning);
-                if last.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
-                    *last = Some(Instant::now());
-                    tracing::warn!(
-                        max = self.max,
-                        "connection limit reached: closing new connections until some end"
-                    );
-                }
+            Err(why) => {
+                self.slots.warn(why, address);
                 std::future::ready(Err(io::Error::other("connection limit reached")))
             }
         }
@@ -366,7 +480,7 @@ impl<S> Accept<TcpStream, S> for CapAcceptor {
 /// A connection holding its slot until it closes.
 struct Capped {
     stream: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 impl AsyncRead for Capped {

@@ -99,17 +99,53 @@ pub enum AgentError {
 /// How long a shutdown may take before the agent exits anyway.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// `:9987` → `0.0.0.0:9987`; `[::1]:9987` and `127.0.0.1:9987` as given.
-pub fn parse_listen(address: &str) -> Result<SocketAddr, AgentError> {
+/// `:9987` → `0.0.0.0:9987`; `[::1]:9987` and `127.0.0.1:9987` as given; a host name
+/// (`localhost:9987`, as exporter-toolkit accepts) resolved to its first address.
+pub async fn parse_listen(address: &str) -> Result<SocketAddr, AgentError> {
     let full = if address.starts_with(':') {
         format!("0.0.0.0{address}")
     } else {
         address.to_owned()
     };
-    full.parse().map_err(|_| AgentError::Listen {
+    let bad = |message: String| AgentError::Listen {
         address: address.to_owned(),
-        message: "expected HOST:PORT or :PORT, e.g. :9987 or 127.0.0.1:9987".into(),
-    })
+        message,
+    };
+    if let Ok(a) = full.parse() {
+        return Ok(a);
+    }
+    let Some((host, port)) = full.rsplit_once(':') else {
+        return Err(bad(
+            "expected HOST:PORT or :PORT, e.g. :9987, 127.0.0.1:9987 or localhost:9987".into(),
+        ));
+    };
+    let port: u16 = port.parse().map_err(|_| {
+        bad(format!(
+            "{port:?} is not a port number (1-65535), e.g. :9987 or localhost:9987"
+        ))
+    })?;
+    let mut found = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| bad(format!("the host name {host:?} does not resolve: {e}")))?;
+    found
+        .next()
+        .ok_or_else(|| bad(format!("the host name {host:?} has no address")))
+}
+
+/// The listen queue asked of the kernel (it caps it at `net.core.somaxconn`): tokio's default
+/// of 128 overflowed under 200 concurrent scrapes.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as tokio's `bind` does).
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Loads the configuration (or the defaults), binds, then runs until SIGTERM/SIGINT.
@@ -129,13 +165,11 @@ pub async fn run(opts: AgentOptions) -> Result<(), AgentError> {
     if !tp.starts_with('/') || ["/", "/healthz", "/api/v1/snapshot"].contains(&tp.as_str()) {
         return Err(AgentError::TelemetryPath(tp.clone()));
     }
-    let addr = parse_listen(&opts.listen_address)?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| AgentError::Listen {
-            address: opts.listen_address.clone(),
-            message: e.to_string(),
-        })?;
+    let addr = parse_listen(&opts.listen_address).await?;
+    let listener = bind(addr).map_err(|e| AgentError::Listen {
+        address: opts.listen_address.clone(),
+        message: e.to_string(),
+    })?;
     let serve_options = web::ServeOptions::default();
     tracing::info!(
         address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),

@@ -477,3 +477,81 @@ fn a_flood_of_wrong_passwords_is_bounded() {
             .unwrap();
     });
 }
+
+/// Opens a connection from `source` (an address of the loopback range) to `addr`.
+async fn connect_from(source: [u8; 4], addr: std::net::SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from((source, 0)))
+        .unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// True when the server closed the connection without an answer.
+async fn closed_at_once(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    let mut buf = [0; 64];
+    match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+        Ok(Ok(0) | Err(_)) => true,
+        Ok(Ok(_)) => false,
+        Err(_) => panic!("neither answered nor closed within 5 s"),
+    }
+}
+
+/// Issue 38, item 2: idle connections without credentials cannot keep a scraper out. One
+/// address gets at most a sixteenth of the slots; the last eighth is kept for addresses that
+/// completed a request, so a scraper gets through while many addresses hold the rest.
+#[tokio::test]
+async fn idle_connections_cannot_keep_a_scraper_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_web_tx, web) = watch::channel(None);
+    let options = ServeOptions {
+        max_connections: 64,
+        ..ServeOptions::default()
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve_with(
+        listener,
+        app(),
+        web,
+        async move {
+            let _ = stopped.await;
+        },
+        options,
+    ));
+    let url = format!("http://{addr}/metrics");
+    let scraper = client(&[], false);
+    assert_eq!(scraper.get(&url).send().await.unwrap().status(), 200);
+
+    // One address: 4 connections held, the fifth closed at once.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(connect_from([127, 0, 0, 2], addr).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fifth = connect_from([127, 0, 0, 2], addr).await;
+    assert!(closed_at_once(&mut fifth).await, "the per-address limit");
+
+    // Thirteen more addresses hold all but the reserve (4 + 13 × 4 = 56 of 64).
+    for last in 10..23u8 {
+        for _ in 0..4 {
+            held.push(connect_from([127, 0, 0, last], addr).await);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut newcomer = connect_from([127, 0, 0, 50], addr).await;
+    assert!(
+        closed_at_once(&mut newcomer).await,
+        "an address that never completed a request does not get the reserve"
+    );
+    // The scraper, which completed a request, still gets through (a new connection).
+    let fresh = client(&[], false);
+    assert_eq!(fresh.get(&url).send().await.unwrap().status(), 200);
+    drop(held);
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
