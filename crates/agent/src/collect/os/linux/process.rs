@@ -417,6 +417,7 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         f.anon_huge_bytes = Some(anon);
         hugetlb_bytes = hugetlb;
     } else if let Ok(file) = open(&dir.join("smaps_rollup"), MAX_ROLLUP)
+        // A truncated or failed reading is no reading: the huge-page use stays unknown.
         && let m = scan_smaps(std::io::BufReader::new(file), MAX_ROLLUP, usize::MAX)
         && m.incomplete(&dir.join("smaps_rollup"), MAX_ROLLUP)
             .is_none()
