@@ -227,7 +227,8 @@ pub struct ProcessFacts {
     #[serde(default)]
     pub thp_disabled: Option<bool>,
     pub allocator: Option<Allocator>,
-    /// The library that identified the allocator, e.g. `libjemalloc.so.2`.
+    /// The library that identified the allocator, e.g. `libjemalloc.so.2`; with no
+    /// allocator, why it is unknown (e.g. `/proc/PID/maps is empty`).
     pub allocator_evidence: Option<String>,
     pub compiler: Option<Compiler>,
     pub compiler_evidence: Option<String>,

@@ -60,7 +60,10 @@ pub struct TargetReload {
 
 impl TargetReload {
     /// Reads the defaults file (with its includes) and plans the targets; TLS files are
-    /// checked as at start-up. Errors name the file and never carry a password.
+    /// checked as at start-up. Errors name the file and never carry a password. The file
+    /// refused as world-writable is an error (`load_defaults_file`), not an empty file: a
+    /// reload keeps the running targets and counts as failed, as for any other bad file, where
+    /// ignoring it replaced them with `root@127.0.0.1:3306`.
     pub fn plan(&self) -> Result<Vec<Candidate>, String> {
         let file = target::load_defaults_file(&self.defaults_file).map_err(|e| e.to_string())?;
         for w in &file.warnings {
@@ -506,5 +509,55 @@ mod tests {
             !candidates.has_changed().unwrap(),
             "same targets as before the bad file"
         );
+    }
+
+    /// Issue 38, item 3: a world-writable `--mariadb.defaults-file` is an error for `plan()`
+    /// (start-up refuses it), and on SIGHUP it keeps the running targets and marks the reload
+    /// failed; it used to be ignored, leaving `root@127.0.0.1:3306` and a successful reload.
+    #[test]
+    fn a_world_writable_defaults_file_keeps_the_targets() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("my.cnf");
+        let write = |text: &str, mode: u32| {
+            std::fs::write(&file, text).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let good = "[client]\nuser=mon\npassword=pw\nhost=192.0.2.7\nport=3307\n";
+        let target = TargetReload {
+            defaults_file: file.clone(),
+            request: TargetRequest::default(),
+        };
+        write(good, 0o646);
+        let err = target.plan().unwrap_err();
+        assert!(
+            err.contains(&file.display().to_string())
+                && err.contains("world-writable (mode 0646)")
+                && err.ends_with(&format!("chmod o-w {}", file.display())),
+            "{err}"
+        );
+        assert!(
+            !err.contains("pw\n") && !err.contains("password=pw"),
+            "{err}"
+        );
+
+        write(good, 0o600);
+        let (config, _config_rx) = watch::channel(Arc::new(Config::default()));
+        let (web, _web_rx) = watch::channel(None);
+        let (files, mut candidates, status) = reloadable(config, None, web, Some(target));
+        let running = candidates.borrow_and_update().clone();
+        assert_eq!(running.len(), 1);
+        write(good, 0o666);
+        files.reload();
+        assert!(
+            !candidates.has_changed().unwrap(),
+            "the running targets are kept"
+        );
+        assert_eq!(*candidates.borrow(), running);
+        assert!(!status.borrow().successful);
+        write(good, 0o600);
+        files.reload();
+        assert!(status.borrow().successful);
+        assert!(!candidates.has_changed().unwrap());
     }
 }

@@ -54,8 +54,13 @@ const ALLOCATOR: Impact = Impact {
 impl Rule for AllocatorDefault {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let p = s.process()?;
+        // Unknown is not libc: the collector says why in the evidence (the file it could not
+        // read in full, or that was empty), and that is what is missing.
         let alloc = p.allocator.ok_or_else(|| {
-            Verdict::insufficient("mariadbd's mapped libraries could not be read")
+            Verdict::insufficient(match p.allocator_evidence.as_deref() {
+                Some(why) => format!("mariadbd's mapped libraries could not be read: {why}"),
+                None => "mariadbd's mapped libraries could not be read".to_owned(),
+            })
         })?;
         let evidence = format!(
             "mariadbd pid {}: {}",
@@ -126,6 +131,22 @@ pub(crate) mod tests {
         assert_eq!(check(Some(Allocator::Libc)), Status::Fail);
         assert_eq!(check(Some(Allocator::Jemalloc)), Status::Pass);
         assert_eq!(check(None), Status::InsufficientData);
+    }
+
+    /// An unknown allocator names what is missing, as the collector reported it.
+    #[test]
+    fn unknown_names_the_file() {
+        let s = SnapshotBuilder::new()
+            .os(|o| {
+                if let Gathered::Available(p) = &mut o.process {
+                    p.allocator = None;
+                    p.allocator_evidence = Some("/proc/9/maps is empty".into());
+                }
+            })
+            .build();
+        let v = verdict(&AllocatorDefault, &s);
+        assert_eq!(v.status, Status::InsufficientData);
+        assert!(v.summary.contains("/proc/9/maps is empty"), "{}", v.summary);
     }
 
     /// The host's platform first: AIX advice on AIX, the host's library path on Linux.

@@ -6,7 +6,16 @@
 //! group), an included file is read where its directive stands, `!includedir` reads the
 //! directory's `*.cnf` files in name order, a missing `!include` file is skipped (with a
 //! warning here), a missing `!includedir` directory is an error, and a world-writable file is
-//! ignored with a warning. Unlike the client, a relative include path (and a relative
+//! ignored with a warning. Except the file named with `--mariadb.defaults-file`: world-writable,
+//! it is an error (`chmod o-w FILE`). Ignoring it would mean ignoring everything the user
+//! asked for and connecting with the built-in defaults (`root@127.0.0.1:3306`): the agent
+//! would go on with targets nobody chose, and a SIGHUP would replace its running targets
+//! with those while reporting a successful reload. An `!include`d world-writable file is still
+//! skipped with a warning, as the client does: the named file, which the user chose, is read,
+//! and the targets are those the `mariadb --defaults-file=FILE` client would use (a shared
+//! `!includedir` often holds server files the client skips the same way); the warning is logged
+//! on every start and reload. `~/.my.cnf` is not asked for: read as the client reads it. Unlike
+//! the client, a relative include path (and a relative
 //! `ssl-ca`/`ssl-cert`/`ssl-key`) is taken from the directory of the file that names it, not
 //! the working directory (the agent's is `/`); an include cycle is an error naming the chain,
 //! nesting is capped at 10 levels (MariaDB's limit), at 256 files and at 4 MiB in all. Every
@@ -58,11 +67,18 @@ impl DefaultsFile {
 /// Reads the defaults file at `path` with its includes. The one entry point for the cli and
 /// for a reload: the error names `--mariadb.defaults-file PATH` (or `source_name`) and, for an
 /// included file, that file and line.
+/// The file named must not be world-writable (an error, not ignored: see the module's
+/// documentation).
 pub fn load_defaults_file(path: &Path) -> Result<DefaultsFile, TargetError> {
-    load_named(path, &format!("--mariadb.defaults-file {}", path.display()))
+    let mut r = Reader::new(path);
+    r.source_name = format!("--mariadb.defaults-file {}", path.display());
+    r.refuse_world_writable = true;
+    r.read_file(path, 0, None)?;
+    Ok(r.finish(path))
 }
 
-/// [`load_defaults_file`] with another name for errors (`~/.my.cnf`'s path).
+/// [`load_defaults_file`] with another name for errors (`~/.my.cnf`'s path), for a file not
+/// asked for: world-writable, it is ignored with a warning, as the client does.
 pub fn load_named(path: &Path, source_name: &str) -> Result<DefaultsFile, TargetError> {
     let mut r = Reader::new(path);
     r.source_name = source_name.to_owned();
@@ -83,6 +99,8 @@ struct Reader {
     total_bytes: u64,
     /// `password=` lines seen, so a file's own password lines are known once it is parsed.
     password_lines: usize,
+    /// A world-writable top file is an error (`--mariadb.defaults-file`), not ignored.
+    refuse_world_writable: bool,
 }
 
 impl Reader {
@@ -95,6 +113,7 @@ impl Reader {
             stack: Vec::new(),
             total_bytes: 0,
             password_lines: 0,
+            refuse_world_writable: false,
         }
     }
 
@@ -195,6 +214,13 @@ impl Reader {
             )));
         }
         let mode = file_mode(&meta);
+        if mode & 0o002 != 0 && from.is_none() && self.refuse_world_writable {
+            return Err(self.err(format!(
+                "world-writable (mode {:04o}): anyone could have set its credentials, and the mariadb client would ignore it; chmod o-w {}",
+                mode & 0o7777,
+                path.display()
+            )));
+        }
         if mode & 0o002 != 0 {
             // As the mariadb client: anyone could have written it.
             self.warnings.push(format!(
@@ -739,6 +765,21 @@ mod tests {
             "{:?}",
             f.warnings
         );
+        // Issue 38, item 3: the file named itself world-writable is an error naming it and
+        // the fix (ignored, it left the built-in root@127.0.0.1:3306); ~/.my.cnf, not asked
+        // for, is still ignored with a warning.
+        let ww = d.join("ww.cnf");
+        let e = load_defaults_file(&ww).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--mariadb.defaults-file {0}: world-writable (mode 0666): anyone could have set its credentials, and the mariadb client would ignore it; chmod o-w {0}",
+                ww.display()
+            )
+        );
+        let f = load_named(&ww, &ww.display().to_string()).unwrap();
+        assert_eq!(f.settings.user, None);
+        assert!(f.warnings[0].contains("is world-writable (mode 0666) and is ignored"));
     }
 
     #[test]

@@ -15,8 +15,6 @@ use crate::collect::CollectError;
 
 /// The cap for one procfs/sysfs text file: `cpuinfo` of a 2,000-CPU machine is ~2 MiB.
 pub(crate) const MAX_FILE: u64 = 8 << 20;
-/// The cap for the mapping lists streamed by [`open`] (`maps`, `smaps_rollup`).
-pub(crate) const MAX_STREAM: u64 = 256 << 20;
 
 /// Opens a regular file without blocking (`O_NONBLOCK`: a FIFO never stalls the open), checking
 /// the opened file (a symlink is followed; its target must be a regular file), for a stream

@@ -11,9 +11,7 @@ use std::{
 use powerdiag_rules::{Allocator, Gathered, OsFacts, ProcessFacts};
 use procfs::{FromRead, process::Status};
 
-use super::fs::{
-    MAX_FILE, MAX_STREAM, format_cpu_list, open, parse_procfs, read, read_bytes, read_trim,
-};
+use super::fs::{MAX_FILE, format_cpu_list, open, parse_procfs, read, read_bytes, read_trim};
 use crate::collect::{
     CollectError,
     os::{
@@ -59,14 +57,21 @@ pub(super) fn by_name(r: &Roots) -> Result<Vec<u32>, CollectError> {
     Ok(found)
 }
 
-/// The first `n` lines of a reader (the head of a recorded smaps).
-trait TakeLines: std::io::BufRead + Sized {
-    fn take_lines(self, n: usize) -> std::io::Cursor<String> {
-        let head: Vec<String> = self.lines().map_while(Result::ok).take(n).collect();
-        std::io::Cursor::new(head.join("\n"))
-    }
-}
-impl<R: std::io::BufRead> TakeLines for R {}
+/// The most bytes of `maps` scanned for the allocator. A real `maps` line is ~75 bytes plus
+/// its path (this build machine's processes: 4-15 KiB of maps, lines under 130 bytes; the
+/// recorded mariadbd trees: 8-18 KiB); at the default `vm.max_map_count` (65,530 mappings) and
+/// 256 bytes a line a process could reach 16 MiB, which no mariadbd comes near. A file
+/// reaching the cap is not a process's maps (a sparse 1 GiB file of NULs in a tree took the
+/// scan to 1.7 s a sample): the scan stops there and says so.
+pub(super) const MAX_MAPS: u64 = 16 << 20;
+/// The most bytes of `smaps_rollup` read: one header and ~25 `Key: value kB` lines, under
+/// 1 KiB (the recorded trees: 642-705 bytes).
+pub(super) const MAX_ROLLUP: u64 = 64 << 10;
+/// The lines of a recorded smaps read for its first mapping's page size.
+const SMAPS_HEAD_LINES: usize = 64;
+/// The longest line kept: a mapping header is ~75 bytes, its path at most PATH_MAX (4,096)
+/// bytes and ` (deleted)`. A longer line is skipped, read in chunks, never buffered whole.
+pub(super) const MAX_LINE: usize = 4096 + 256;
 
 /// What one pass over `/proc/PID/smaps` (or `smaps_rollup`, or `maps`) yields.
 #[derive(Debug, Default, PartialEq)]
@@ -76,16 +81,89 @@ pub(super) struct SmapsScan {
     pub(super) anon_huge_bytes: u64,
     /// `Shared_Hugetlb` + `Private_Hugetlb`.
     pub(super) hugetlb_bytes: u64,
-    /// File names of the mapped files (`libc.so.6`, `libjemalloc.so.2`, ...).
+    /// File names of the mapped files (`libc.so.6`, `libjemalloc.so.2`, ...), decoded lossily
+    /// (a path may be any bytes).
     pub(super) libraries: BTreeSet<String>,
+    /// The bytes read.
+    pub(super) bytes: u64,
+    /// Lines longer than [`MAX_LINE`], skipped.
+    pub(super) long_lines: u64,
+    /// The scan stopped at its byte cap with more to read.
+    pub(super) truncated: bool,
+    /// The read failed part way (what was read before is kept).
+    pub(super) failed: Option<String>,
 }
 
 /// Reads smaps-format text line by line: mapping headers (`addr perms offset dev inode [path]`)
 /// and `Key: value kB` lines. Hand-written because procfs's MemoryMaps allocates a map per
-/// mapping and a large server has thousands.
-pub(super) fn scan_smaps(r: impl std::io::BufRead) -> SmapsScan {
+/// mapping and a large server has thousands. Lines are bytes (a path may be any bytes, so a
+/// line of UTF-8 text would end the scan at the first other one), decoded lossily; at most
+/// `max_lines` lines and `max_bytes` bytes are read, and a line longer than [`MAX_LINE`] is
+/// skipped without being buffered.
+pub(super) fn scan_smaps(
+    mut r: impl std::io::BufRead,
+    max_bytes: u64,
+    max_lines: usize,
+) -> SmapsScan {
     let mut out = SmapsScan::default();
-    for line in r.lines().map_while(Result::ok) {
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut long = false;
+    let mut lines = 0;
+    while lines < max_lines {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                out.failed = Some(e.to_string());
+                break;
+            }
+        };
+        if buf.is_empty() {
+            // The end: a last line without its newline still counts.
+            if long {
+                out.long_lines += 1;
+            } else if !line.is_empty() {
+                out.line(&line);
+            }
+            break;
+        }
+        let room = max_bytes.saturating_sub(out.bytes);
+        if room == 0 {
+            out.truncated = true;
+            break;
+        }
+        let buf = &buf[..buf.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        if !long {
+            if line.len() + chunk.len() > MAX_LINE {
+                long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = chunk.len() + usize::from(newline.is_some());
+        r.consume(used);
+        out.bytes += used as u64;
+        if newline.is_some() {
+            if long {
+                out.long_lines += 1;
+            } else {
+                out.line(&line);
+            }
+            line.clear();
+            long = false;
+            lines += 1;
+        }
+    }
+    out
+}
+
+impl SmapsScan {
+    /// One line (without its newline).
+    fn line(&mut self, bytes: &[u8]) {
+        let line = String::from_utf8_lossy(bytes);
         if let Some((key, rest)) = line.split_once(':')
             && !key.contains(' ')
             && !key.contains('-')
@@ -97,27 +175,49 @@ pub(super) fn scan_smaps(r: impl std::io::BufRead) -> SmapsScan {
                     .map(|v| v.saturating_mul(1024))
             };
             match key {
-                "KernelPageSize" => out.kernel_page_sizes.extend(kb()),
-                "MMUPageSize" => out.mmu_page_sizes.extend(kb()),
+                "KernelPageSize" => self.kernel_page_sizes.extend(kb()),
+                "MMUPageSize" => self.mmu_page_sizes.extend(kb()),
                 "AnonHugePages" => {
-                    out.anon_huge_bytes = out.anon_huge_bytes.saturating_add(kb().unwrap_or(0))
+                    self.anon_huge_bytes = self.anon_huge_bytes.saturating_add(kb().unwrap_or(0))
                 }
                 "Shared_Hugetlb" | "Private_Hugetlb" => {
-                    out.hugetlb_bytes = out.hugetlb_bytes.saturating_add(kb().unwrap_or(0))
+                    self.hugetlb_bytes = self.hugetlb_bytes.saturating_add(kb().unwrap_or(0))
                 }
                 _ => {}
             }
-            continue;
+            return;
         }
         // A mapping header: the sixth field, when present, is the path.
         if let Some(path) = line.split_whitespace().nth(5)
             && path.starts_with('/')
             && let Some(name) = path.rsplit('/').next()
         {
-            out.libraries.insert(name.to_owned());
+            self.libraries.insert(name.to_owned());
         }
     }
-    out
+
+    /// Why this scan of `path` is incomplete, if it is.
+    fn incomplete(&self, path: &std::path::Path, cap: u64) -> Option<String> {
+        let path = path.display();
+        if let Some(e) = &self.failed {
+            Some(format!(
+                "{path}: the read failed after {} bytes ({e})",
+                self.bytes
+            ))
+        } else if self.truncated {
+            Some(format!(
+                "{path}: scan truncated at {} MiB, more than any real process maps; check that the file is mariadbd's maps",
+                cap >> 20
+            ))
+        } else if self.long_lines > 0 {
+            Some(format!(
+                "{path}: {} lines longer than {MAX_LINE} bytes skipped, not a real process's maps; check that the file is mariadbd's maps",
+                self.long_lines
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// Whether a process (its `comm` and NUL-separated `cmdline`) is a MariaDB server, and its
@@ -165,23 +265,41 @@ fn server_in_cmdline(path: &std::path::Path) -> Option<String> {
     None
 }
 
-/// The allocator mariadbd maps, with the library that says so.
-fn read_allocator(dir: &std::path::Path) -> Option<(Allocator, String)> {
-    let file = open(&dir.join("maps"), MAX_STREAM).ok()?;
-    let m = scan_smaps(std::io::BufReader::new(file));
+/// The allocator mariadbd maps, with the library that says so; else why it is unknown, naming
+/// the file. A mapped allocator library is a fact however the scan ended; libc malloc (no such
+/// library) only when `maps` was read to its end and lists mapped files: an empty, unreadable,
+/// truncated or garbled `maps` leaves the allocator unknown, which is not libc.
+fn read_allocator(dir: &std::path::Path) -> Result<(Allocator, String), String> {
+    let path = dir.join("maps");
+    let file = open(&path, MAX_MAPS).map_err(|e| e.to_string())?;
+    let m = scan_smaps(std::io::BufReader::new(file), MAX_MAPS, usize::MAX);
     let find = |needle: &str| m.libraries.iter().find(|l| l.starts_with(needle)).cloned();
-    Some(if let Some(l) = find("libjemalloc") {
-        (Allocator::Jemalloc, l)
+    if let Some(l) = find("libjemalloc") {
+        return Ok((Allocator::Jemalloc, l));
     } else if let Some(l) = find("libtcmalloc") {
-        (Allocator::Tcmalloc, l)
+        return Ok((Allocator::Tcmalloc, l));
     } else if let Some(l) = find("libmimalloc") {
-        (Allocator::Mimalloc, l)
-    } else {
-        (
-            Allocator::Libc,
-            "no jemalloc, tcmalloc or mimalloc library mapped".to_owned(),
-        )
-    })
+        return Ok((Allocator::Mimalloc, l));
+    }
+    if let Some(why) = m.incomplete(&path, MAX_MAPS) {
+        return Err(why);
+    }
+    if m.bytes == 0 {
+        return Err(format!(
+            "{} is empty; a running mariadbd maps at least its own binary",
+            path.display()
+        ));
+    }
+    if m.libraries.is_empty() {
+        return Err(format!(
+            "{} lists no mapped files; check that the file is mariadbd's maps",
+            path.display()
+        ));
+    }
+    Ok((
+        Allocator::Libc,
+        "no jemalloc, tcmalloc or mimalloc library mapped".to_owned(),
+    ))
 }
 
 /// How long the live mariadbd's huge-page use from `smaps_rollup` is reused: reading it makes
@@ -263,10 +381,10 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
         f.affinity = Some(format_cpu_list(&cpus));
     }
     // procfs's Status has no THP_enabled (kernel 5.0+): read the line itself.
-    f.thp_disabled = std::str::from_utf8(&status_bytes).ok().and_then(|t| {
-        t.lines()
-            .find_map(|l| l.strip_prefix("THP_enabled:").map(|v| v.trim() == "0"))
-    });
+    // Lossily: a name of other bytes must not hide the line.
+    f.thp_disabled = String::from_utf8_lossy(&status_bytes)
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:").map(|v| v.trim() == "0"));
     // A server run through a dynamic loader (`ld.so --argv0 .../mariadbd ...`) reports the
     // loader as its name.
     if !NAMES.contains(&f.name.as_str())
@@ -298,8 +416,12 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     {
         f.anon_huge_bytes = Some(anon);
         hugetlb_bytes = hugetlb;
-    } else if let Ok(file) = open(&dir.join("smaps_rollup"), MAX_STREAM) {
-        let m = scan_smaps(std::io::BufReader::new(file));
+    } else if let Ok(file) = open(&dir.join("smaps_rollup"), MAX_ROLLUP)
+        // A truncated or failed reading is no reading: the huge-page use stays unknown.
+        && let m = scan_smaps(std::io::BufReader::new(file), MAX_ROLLUP, usize::MAX)
+        && m.incomplete(&dir.join("smaps_rollup"), MAX_ROLLUP)
+            .is_none()
+    {
         f.anon_huge_bytes = Some(m.anon_huge_bytes);
         hugetlb_bytes = m.hugetlb_bytes;
         keep(live.as_ref(), |k| {
@@ -311,8 +433,9 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     let base = if r.is_live() {
         Some(rustix::param::page_size() as u64)
     } else {
-        open(&dir.join("smaps"), MAX_STREAM).ok().and_then(|file| {
-            scan_smaps(std::io::BufReader::new(file).take_lines(64))
+        let cap = (SMAPS_HEAD_LINES * MAX_LINE) as u64;
+        open(&dir.join("smaps"), cap).ok().and_then(|file| {
+            scan_smaps(std::io::BufReader::new(file), cap, SMAPS_HEAD_LINES)
                 .kernel_page_sizes
                 .first()
                 .copied()
@@ -329,18 +452,22 @@ pub(super) fn collect(r: &Roots, pid: u32, found_by: &str) -> Result<ProcessFact
     // The allocator from the mapped libraries (maps costs no page walk); it is linked or
     // preloaded at start, so the live process's is read once.
     let allocator = match kept(live.as_ref(), |k| k.allocator.clone()).flatten() {
-        Some(a) => Some(a),
+        Some(a) => Ok(a),
         None => {
             let a = read_allocator(&dir);
-            if let Some(a) = &a {
+            if let Ok(a) = &a {
                 keep(live.as_ref(), |k| k.allocator = Some(a.clone()));
             }
             a
         }
     };
-    if let Some((alloc, evidence)) = allocator {
-        f.allocator = Some(alloc);
-        f.allocator_evidence = Some(evidence);
+    match allocator {
+        Ok((alloc, evidence)) => {
+            f.allocator = Some(alloc);
+            f.allocator_evidence = Some(evidence);
+        }
+        // Unknown: the evidence says why (PD602 reports insufficient data naming it).
+        Err(why) => f.allocator_evidence = Some(why),
     }
     Ok(f)
 }
@@ -460,7 +587,7 @@ KernelPageSize:        4 kB
 
     #[test]
     fn smaps_scan() {
-        let m = scan_smaps(SMAPS.as_bytes());
+        let m = scan_smaps(SMAPS.as_bytes(), MAX_MAPS, usize::MAX);
         assert_eq!(
             m.kernel_page_sizes.into_iter().collect::<Vec<_>>(),
             vec![4096, 65536]
@@ -468,7 +595,141 @@ KernelPageSize:        4 kB
         assert_eq!(m.anon_huge_bytes, 1 << 30);
         assert!(m.libraries.contains("libjemalloc.so.2") && m.libraries.contains("mariadbd"));
         assert!(!m.libraries.iter().any(|l| l.contains("stack")));
-        let junk = scan_smaps("\u{0}:\nKernelPageSize: x kB\n-:-\n".as_bytes());
+        let junk = scan_smaps(
+            "\u{0}:\nKernelPageSize: x kB\n-:-\n".as_bytes(),
+            MAX_MAPS,
+            usize::MAX,
+        );
         assert!(junk.kernel_page_sizes.is_empty());
+    }
+
+    /// A path of any bytes neither ends the scan nor hides what follows; a line over
+    /// MAX_LINE is skipped, not buffered; the caps on lines and bytes hold.
+    #[test]
+    fn smaps_scan_reads_bytes_within_bounds() {
+        let mut maps = b"7f00-7f01 r-xp 00000000 fd:01 1 /opt/\xff\xfe/libodd.so\n".to_vec();
+        maps.extend_from_slice(
+            b"7f10-7f11 r-xp 00000000 fd:01 2 /usr/lib/libjemalloc.so.2\n7f20-7f21 r-xp 0 0 3 /lib/libc.so.6",
+        );
+        let m = scan_smaps(maps.as_slice(), MAX_MAPS, usize::MAX);
+        assert!(m.libraries.contains("libjemalloc.so.2"), "{m:?}");
+        assert!(m.libraries.contains("libc.so.6"), "{m:?}");
+        assert!(m.libraries.contains("libodd.so"), "{m:?}");
+        assert_eq!(m.bytes, maps.len() as u64);
+        assert!(
+            m.incomplete(std::path::Path::new("maps"), MAX_MAPS)
+                .is_none()
+        );
+
+        let mut long = vec![b'x'; MAX_LINE + 1];
+        long.extend_from_slice(b"\n7f10-7f11 r-xp 0 fd:01 2 /usr/lib/libjemalloc.so.2\n");
+        let m = scan_smaps(
+            std::io::BufReader::with_capacity(64, long.as_slice()),
+            1 << 20,
+            9,
+        );
+        assert_eq!(m.long_lines, 1);
+        assert!(m.libraries.contains("libjemalloc.so.2"), "{m:?}");
+
+        let m = scan_smaps(SMAPS.as_bytes(), MAX_MAPS, 1);
+        assert_eq!(m.libraries.len(), 1, "one line: {m:?}");
+        let m = scan_smaps(SMAPS.as_bytes(), 10, usize::MAX);
+        assert!(m.truncated && m.bytes == 10, "{m:?}");
+    }
+
+    /// A tree with mariadbd's status and the given `maps` (None: no file).
+    fn tree_with_maps(maps: Option<&[u8]>) -> (tempfile::TempDir, ProcessFacts) {
+        let d = tempfile::tempdir().unwrap();
+        crate::collect::os::linux::tests::write(
+            d.path(),
+            "proc/9/status",
+            include_str!(
+                "../../../../../../tests/fixtures/linux/x86_64-vm-recorded/proc/16003/status"
+            ),
+        );
+        if let Some(maps) = maps {
+            std::fs::write(d.path().join("proc/9/maps"), maps).unwrap();
+        }
+        let f = collect(&Roots::tree(d.path()), 9, "pid_file").unwrap();
+        (d, f)
+    }
+
+    /// The allocator: a jemalloc after a non-UTF-8 path is jemalloc; an empty or absent maps
+    /// leaves it unknown (not libc), naming the file; libc only from a maps read in full.
+    #[test]
+    fn allocator_from_maps() {
+        let (_d, f) = tree_with_maps(Some(
+            b"5500-5501 r-xp 0 fd:01 1 /usr/sbin/mariadbd\n7f00-7f01 r-xp 0 fd:01 1 /opt/\xff/x.so\n7f10-7f11 r-xp 0 fd:01 2 /usr/lib/libjemalloc.so.2\n",
+        ));
+        assert_eq!(f.allocator, Some(Allocator::Jemalloc), "{f:?}");
+        let (_d, f) = tree_with_maps(Some(
+            b"5500-5501 r-xp 0 fd:01 1 /usr/sbin/mariadbd\n7f20-7f21 r-xp 0 fd:01 3 /lib/libc.so.6\n",
+        ));
+        assert_eq!(f.allocator, Some(Allocator::Libc), "{f:?}");
+        let (_d, f) = tree_with_maps(Some(b""));
+        assert_eq!(f.allocator, None, "{f:?}");
+        let why = f.allocator_evidence.unwrap();
+        assert!(
+            why.ends_with("proc/9/maps is empty; a running mariadbd maps at least its own binary"),
+            "{why}"
+        );
+        let (_d, f) = tree_with_maps(Some(b"\n\n[heap]\n"));
+        assert_eq!(f.allocator, None, "{f:?}");
+        assert!(
+            f.allocator_evidence
+                .unwrap()
+                .contains("lists no mapped files")
+        );
+        let (_d, f) = tree_with_maps(None);
+        assert_eq!(f.allocator, None, "{f:?}");
+        let why = f.allocator_evidence.unwrap();
+        assert!(why.contains("proc/9/maps does not exist"), "{why}");
+    }
+
+    /// A sparse 1 GiB file of NULs in place of maps (and of smaps_rollup and smaps): the scans
+    /// stop at their caps, the allocator is unknown and the reason names the file.
+    #[test]
+    fn a_huge_maps_is_capped() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("proc/9");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["maps", "smaps", "smaps_rollup"] {
+            std::fs::File::create(dir.join(name))
+                .unwrap()
+                .set_len(1 << 30)
+                .unwrap();
+        }
+        let file = open(&dir.join("maps"), MAX_MAPS).unwrap();
+        let m = scan_smaps(std::io::BufReader::new(file), MAX_MAPS, usize::MAX);
+        assert!(m.truncated && m.bytes == MAX_MAPS, "{m:?}");
+        let why = read_allocator(&dir).unwrap_err();
+        assert!(
+            why.starts_with(&format!(
+                "{}: scan truncated at 16 MiB",
+                dir.join("maps").display()
+            )),
+            "{why}"
+        );
+
+        crate::collect::os::linux::tests::write(
+            d.path(),
+            "proc/9/status",
+            include_str!(
+                "../../../../../../tests/fixtures/linux/x86_64-vm-recorded/proc/16003/status"
+            ),
+        );
+        let f = collect(&Roots::tree(d.path()), 9, "pid_file").unwrap();
+        assert_eq!(f.allocator, None);
+        assert!(
+            f.allocator_evidence
+                .as_deref()
+                .unwrap()
+                .contains("proc/9/maps: scan truncated")
+        );
+        assert!(f.kernel_page_sizes.is_empty(), "{f:?}");
+        assert_eq!(
+            f.anon_huge_bytes, None,
+            "a truncated smaps_rollup is no reading"
+        );
     }
 }
