@@ -280,3 +280,64 @@ fn longest_run(s: &str, ch: char) -> usize {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerdiag_rules::testing::SnapshotBuilder;
+
+    #[test]
+    fn markdown_helpers_keep_outside_text_in_its_cell_span_and_block() {
+        assert_eq!(md_cell("a|b\u{1b}"), "a\\|b\\u{1b}");
+        assert_eq!(md_code("root@h:3306"), "`root@h:3306`");
+        assert_eq!(md_code("a`b"), "`` a`b ``");
+        assert_eq!(md_code("x```\ny"), "```` x```\\ny ````");
+        assert_eq!(md_fence("SET GLOBAL x = 1;"), "```");
+        assert_eq!(md_fence("a\n```\nb"), "````");
+    }
+
+    #[test]
+    fn text_and_markdown_escape_the_version_and_verdicts() {
+        let payload = "\u{1b}]0;owned\u{7}\r\n\u{9b}\u{7f}\u{202e}\u{2066}";
+        let s = SnapshotBuilder::new()
+            .mariadb(&format!("11.8.6-MariaDB{payload}"))
+            .build();
+        let mut r = powerdiag_rules::evaluate(&s);
+        r.checks[0].summary = format!("summary{payload}");
+        r.checks[0].evidence = vec![format!("evidence{payload}")];
+        r.checks[0].remediation = format!("line one{payload}\nline two");
+        for out in [
+            text::render(&s, &r, 0, None),
+            markdown::render(&s, &r, 0, None),
+        ] {
+            // The report's own SGR colour codes removed: `ESC [ digits m`.
+            let plain = out
+                .split("\u{1b}[")
+                .enumerate()
+                .map(|(i, part)| match i {
+                    0 => part,
+                    _ => part
+                        .trim_start_matches(|c: char| c.is_ascii_digit())
+                        .strip_prefix('m')
+                        .unwrap_or("\u{1b}"),
+                })
+                .collect::<String>();
+            assert!(
+                !plain.contains([
+                    '\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{7f}', '\u{202e}', '\u{2066}'
+                ]),
+                "{out:?}"
+            );
+            assert!(out.contains(
+                "11.8.6-MariaDB\\u{1b}]0;owned\\u{7}\\r\\n\\u{9b}\\u{7f}\\u{202e}\\u{2066}"
+            ));
+            assert!(out.contains("summary\\u{1b}"), "{out}");
+        }
+        let esc = escaped_report(&r);
+        assert_eq!(
+            esc.checks[0].remediation,
+            "line one\\u{1b}]0;owned\\u{7}\\r\n\\u{9b}\\u{7f}\\u{202e}\\u{2066}\nline two"
+        );
+        assert_eq!(esc.checks[1..], r.checks[1..]);
+    }
+}
