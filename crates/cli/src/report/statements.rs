@@ -173,7 +173,7 @@ pub(crate) fn markdown(t: &TopStatements) -> String {
             pct(s.no_index_share),
             s.tmp_disk_tables,
             md_cell(s.schema.as_deref().unwrap_or("-")),
-            short_digest(&s.digest),
+            md_cell(short_digest(&s.digest)),
             md_code(&s.text)
         );
     }
