@@ -42,7 +42,7 @@ pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{
     Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements,
-    display_text, format_secs, format_us, short_digest,
+    display_text, escape_lines, escape_text, format_secs, format_us, is_unsafe_char, short_digest,
 };
 pub use threshold::{Limits, Threshold, Unit};
 pub use value::{format_bytes, parse_bool, parse_u64};

@@ -3,6 +3,8 @@ use std::{fmt::Write, path::Path};
 use owo_colors::OwoColorize;
 use powerdiag_rules::Diff;
 
+use super::{esc, md_cell, md_code};
+
 pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{}", "powerdiag diff".bold());
@@ -10,14 +12,14 @@ pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
         let _ = writeln!(
             o,
             "  {label}: {} — {}; {}; MariaDB {} ({}{})",
-            side.host.bold(),
-            side.os,
-            side.cpu,
-            side.mariadb,
-            path.display(),
+            esc(&side.host).bold(),
+            esc(&side.os),
+            esc(&side.cpu),
+            esc(&side.mariadb),
+            esc(&path.display().to_string()),
             side.taken_at
                 .as_deref()
-                .map(|t| format!(", {t}"))
+                .map(|t| format!(", {}", esc(t)))
                 .unwrap_or_default()
         );
     }
@@ -33,7 +35,7 @@ pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
                 .bold()
         );
         for r in &d.comparable.reasons {
-            let _ = writeln!(o, "  - {r}");
+            let _ = writeln!(o, "  - {}", esc(r));
         }
     }
     if let Some(r) = d.probe_latency_ratio {
@@ -52,21 +54,21 @@ pub(crate) fn text(d: &Diff, pa: &Path, pb: &Path) -> String {
         let rule = x
             .rule
             .as_deref()
-            .map(|r| format!(" [{r}]"))
+            .map(|r| format!(" [{}]", esc(r)))
             .unwrap_or_default();
         let _ = writeln!(
             o,
             "\n  {} (up to {:.2}×){}",
-            x.topic.bold(),
+            esc(&x.topic).bold(),
             x.impact,
             rule.dimmed()
         );
-        let _ = writeln!(o, "    A: {}", x.a);
-        let _ = writeln!(o, "    B: {}", x.b);
-        let _ = writeln!(o, "    {}", x.evidence.dimmed());
+        let _ = writeln!(o, "    A: {}", esc(&x.a));
+        let _ = writeln!(o, "    B: {}", esc(&x.b));
+        let _ = writeln!(o, "    {}", esc(&x.evidence).dimmed());
     }
     for n in &d.notes {
-        let _ = writeln!(o, "\n  note: {n}");
+        let _ = writeln!(o, "\n  note: {}", esc(n));
     }
     if let Some(st) = &d.statements {
         o.push_str(&statements_text(st));
@@ -86,8 +88,8 @@ fn statements_text(st: &powerdiag_rules::StatementsDiff) -> String {
     use powerdiag_rules::{display_text, format_us};
     let mut o = String::new();
     let _ = writeln!(o, "\n{}", "Statements".bold());
-    let _ = writeln!(o, "  A: {}", st.period_a);
-    let _ = writeln!(o, "  B: {}", st.period_b);
+    let _ = writeln!(o, "  A: {}", esc(&st.period_a));
+    let _ = writeln!(o, "  B: {}", esc(&st.period_b));
     if !st.both.is_empty() {
         let _ = writeln!(
             o,
@@ -130,21 +132,21 @@ pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
     let mut o = String::from("# powerdiag diff\n\n");
     let _ = writeln!(
         o,
-        "- A: **{}** — {}; {}; MariaDB {} (`{}`)",
-        d.a.host,
-        d.a.os,
-        d.a.cpu,
-        d.a.mariadb,
-        pa.display()
+        "- A: **{}** — {}; {}; MariaDB {} ({})",
+        esc(&d.a.host),
+        esc(&d.a.os),
+        esc(&d.a.cpu),
+        esc(&d.a.mariadb),
+        md_code(&pa.display().to_string())
     );
     let _ = writeln!(
         o,
-        "- B: **{}** — {}; {}; MariaDB {} (`{}`)",
-        d.b.host,
-        d.b.os,
-        d.b.cpu,
-        d.b.mariadb,
-        pb.display()
+        "- B: **{}** — {}; {}; MariaDB {} ({})",
+        esc(&d.b.host),
+        esc(&d.b.os),
+        esc(&d.b.cpu),
+        esc(&d.b.mariadb),
+        md_code(&pb.display().to_string())
     );
     if d.comparable.comparable {
         let _ = writeln!(o, "- Comparable hardware.");
@@ -152,30 +154,29 @@ pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
         let _ = writeln!(
             o,
             "- **Not comparable hardware**: {}.",
-            d.comparable.reasons.join("; ")
+            esc(&d.comparable.reasons.join("; "))
         );
     }
     if let Some(r) = d.probe_latency_ratio {
         let _ = writeln!(o, "- Measured: {}.", probe_sentence(r));
     }
     for n in &d.notes {
-        let _ = writeln!(o, "- Note: {n}.");
+        let _ = writeln!(o, "- Note: {}.", esc(n));
     }
     let _ = writeln!(
         o,
         "\n| difference | A | B | known impact | rule | evidence |\n|---|---|---|---|---|---|"
     );
     for x in &d.differences {
-        let cell = |s: &str| s.replace('|', "\\|");
         let _ = writeln!(
             o,
             "| {} | {} | {} | up to {:.2}× | {} | {} |",
-            cell(&x.topic),
-            cell(&x.a),
-            cell(&x.b),
+            md_cell(&x.topic),
+            md_cell(&x.a),
+            md_cell(&x.b),
             x.impact,
-            x.rule.as_deref().unwrap_or(""),
-            cell(&x.evidence)
+            md_cell(x.rule.as_deref().unwrap_or("")),
+            md_cell(&x.evidence)
         );
     }
     if let Some(st) = &d.statements {

@@ -2,45 +2,50 @@ use std::fmt::Write;
 
 use powerdiag_rules::{Report, Snapshot, Status};
 
+use super::{esc, md_cell, md_code, md_fence};
+
 pub(crate) fn render(
     s: &Snapshot,
     r: &Report,
     code: u8,
     top: Option<&super::statements::TopStatements>,
 ) -> String {
+    // Every verdict's text escaped once; snapshot fields are escaped where they are printed.
+    let r = &super::escaped_report(r);
     let mut o = String::new();
-    let host = s
+    let host = esc(s
         .host
         .as_ref()
         .map(|h| h.hostname.as_str())
-        .unwrap_or("unknown host");
+        .unwrap_or("unknown host"));
     let _ = writeln!(o, "# powerdiag doctor: {host}\n");
     if let Ok(h) = s.host.as_ref() {
         let _ = writeln!(
             o,
             "- Host: {} {}, {} hardware threads, kernel {}",
-            h.os_release.as_deref().unwrap_or(&h.os),
-            h.arch,
+            esc(h.os_release.as_deref().unwrap_or(&h.os)),
+            esc(&h.arch),
             h.hardware_threads
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| "?".into()),
-            h.kernel.as_deref().unwrap_or("?")
+            esc(h.kernel.as_deref().unwrap_or("?"))
         );
     }
     match (&s.mariadb.facts, &s.mariadb.error) {
         (Some(f), _) => {
             let _ = writeln!(
                 o,
-                "- MariaDB: {} at `{}`",
-                f.version.raw,
-                s.mariadb.target.as_deref().unwrap_or("?")
+                "- MariaDB: {} at {}",
+                esc(&f.version.raw),
+                md_code(s.mariadb.target.as_deref().unwrap_or("?"))
             );
         }
         (None, Some(e)) => {
             let _ = writeln!(
                 o,
                 "- MariaDB: **not reachable**: {} (fix: {})",
-                e.message, e.hint
+                esc(&e.message),
+                esc(&e.hint)
             );
         }
         (None, None) => {
@@ -48,7 +53,7 @@ pub(crate) fn render(
         }
     }
     if let Some(t) = &s.taken_at {
-        let _ = writeln!(o, "- Taken at: {t}");
+        let _ = writeln!(o, "- Taken at: {}", esc(t));
     }
     let _ = writeln!(o, "- Exit status: {code}\n");
     let findings = r.findings();
@@ -71,7 +76,9 @@ pub(crate) fn render(
         for e in &c.evidence {
             let _ = writeln!(o, "- {e}");
         }
-        let _ = writeln!(o, "\nRemediation:\n\n```\n{}\n```\n", c.remediation.trim());
+        let remediation = c.remediation.trim();
+        let fence = md_fence(remediation);
+        let _ = writeln!(o, "\nRemediation:\n\n{fence}\n{remediation}\n{fence}\n");
     }
     if let Some(t) = top {
         o.push_str(&super::statements::markdown(t));
@@ -88,10 +95,10 @@ pub(crate) fn render(
         let _ = writeln!(
             o,
             "| {status} | {} | {} | {} | {} |",
-            c.code,
-            c.name,
+            md_cell(&c.code),
+            md_cell(&c.name),
             c.severity,
-            c.summary.replace('|', "\\|")
+            md_cell(&c.summary)
         );
     }
     let configured = super::configured_thresholds(r);

@@ -7,10 +7,16 @@ mod markdown;
 mod statements;
 mod text;
 
-use std::io::Write;
+use std::{borrow::Cow, io::Write};
 
 use anyhow::Result;
-use powerdiag_rules::{Report, Snapshot};
+use powerdiag_rules::{Check, Report, Snapshot, escape_lines};
+
+/// Outside text (anything from the server, the host, a snapshot or a saved file) for one line
+/// of the text or Markdown report: control, bidirectional and invisible format characters and
+/// line breaks shown as `\u{1b}`, `\u{202e}`, `\n` (see [`powerdiag_rules::escape_text`]).
+/// Applied before colouring, so the report's own SGR codes are the only escapes it prints.
+pub(crate) use powerdiag_rules::escape_text as esc;
 
 use crate::args::{ColorChoice, Format};
 
@@ -26,6 +32,7 @@ pub(crate) fn doctor(
 ) -> Result<()> {
     let top = statements::top(s, top_statements);
     match format {
+        // JSON escapes control characters itself and keeps the raw values.
         Format::Json => write_stdout(
             &(serde_json::to_string_pretty(&doctor_json(s, r, code, top.as_ref()))? + "\n"),
         ),
@@ -192,4 +199,145 @@ pub(crate) fn configured_thresholds(r: &powerdiag_rules::Report) -> Vec<String> 
             })
         })
         .collect()
+}
+
+/// The report with every verdict's text made safe for a terminal or Markdown: rules quote
+/// outside values (variable values, names, paths, server messages) in summaries, evidence and
+/// remediations. One-line fields are escaped with [`esc`]; the remediation keeps the line
+/// breaks its rule wrote and escapes everything else.
+pub(crate) fn escaped_report(r: &Report) -> Report {
+    let checks = r
+        .checks
+        .iter()
+        .map(|c| {
+            // Every field named, so a new text field cannot be added without deciding here.
+            let Check {
+                code,
+                name,
+                status,
+                severity,
+                scope,
+                summary,
+                evidence,
+                remediation,
+                thresholds,
+            } = c;
+            Check {
+                code: esc(code).into_owned(),
+                name: esc(name).into_owned(),
+                status: *status,
+                severity: *severity,
+                scope: *scope,
+                summary: esc(summary).into_owned(),
+                evidence: evidence.iter().map(|e| esc(e).into_owned()).collect(),
+                remediation: escape_lines(remediation).into_owned(),
+                thresholds: thresholds
+                    .iter()
+                    .map(|(k, v)| (esc(k).into_owned(), *v))
+                    .collect(),
+            }
+        })
+        .collect();
+    Report { checks }
+}
+
+/// Outside text for a Markdown table cell: [`esc`], then `|` as `\|`.
+pub(crate) fn md_cell(s: &str) -> String {
+    esc(s).replace('|', "\\|")
+}
+
+/// Outside text as a Markdown code span: `` `text` `` unchanged when it holds no backtick, else
+/// delimited by one backtick more than its longest run and padded with spaces (CommonMark), so
+/// it cannot close the span early.
+pub(crate) fn md_code(s: &str) -> String {
+    let t = esc(s);
+    let run = longest_run(&t, '`');
+    if run == 0 {
+        return format!("`{t}`");
+    }
+    let fence = "`".repeat(run + 1);
+    format!("{fence} {t} {fence}")
+}
+
+/// The fence for a fenced code block around `s`: three backticks, or one more than the longest
+/// backtick run inside so no line of `s` can close the block.
+pub(crate) fn md_fence(s: &str) -> Cow<'static, str> {
+    match longest_run(s, '`') {
+        0..=2 => Cow::Borrowed("```"),
+        n => Cow::Owned("`".repeat(n + 1)),
+    }
+}
+
+fn longest_run(s: &str, ch: char) -> usize {
+    let (mut best, mut cur) = (0, 0);
+    for c in s.chars() {
+        if c == ch {
+            cur += 1;
+            best = best.max(cur);
+        } else {
+            cur = 0;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerdiag_rules::testing::SnapshotBuilder;
+
+    #[test]
+    fn markdown_helpers_keep_outside_text_in_its_cell_span_and_block() {
+        assert_eq!(md_cell("a|b\u{1b}"), "a\\|b\\u{1b}");
+        assert_eq!(md_code("root@h:3306"), "`root@h:3306`");
+        assert_eq!(md_code("a`b"), "`` a`b ``");
+        assert_eq!(md_code("x```\ny"), "```` x```\\ny ````");
+        assert_eq!(md_fence("SET GLOBAL x = 1;"), "```");
+        assert_eq!(md_fence("a\n```\nb"), "````");
+    }
+
+    #[test]
+    fn text_and_markdown_escape_the_version_and_verdicts() {
+        let payload = "\u{1b}]0;owned\u{7}\r\n\u{9b}\u{7f}\u{202e}\u{2066}";
+        let s = SnapshotBuilder::new()
+            .mariadb(&format!("11.8.6-MariaDB{payload}"))
+            .build();
+        let mut r = powerdiag_rules::evaluate(&s);
+        r.checks[0].summary = format!("summary{payload}");
+        r.checks[0].evidence = vec![format!("evidence{payload}")];
+        r.checks[0].remediation = format!("line one{payload}\nline two");
+        for out in [
+            text::render(&s, &r, 0, None),
+            markdown::render(&s, &r, 0, None),
+        ] {
+            // The report's own SGR colour codes removed: `ESC [ digits m`.
+            let plain = out
+                .split("\u{1b}[")
+                .enumerate()
+                .map(|(i, part)| match i {
+                    0 => part,
+                    _ => part
+                        .trim_start_matches(|c: char| c.is_ascii_digit())
+                        .strip_prefix('m')
+                        .unwrap_or("\u{1b}"),
+                })
+                .collect::<String>();
+            assert!(
+                !plain.contains([
+                    '\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{7f}', '\u{202e}', '\u{2066}'
+                ]),
+                "{out:?}"
+            );
+            assert!(out.contains(
+                "11.8.6-MariaDB\\u{1b}]0;owned\\u{7}\\r\\n\\u{9b}\\u{7f}\\u{202e}\\u{2066}"
+            ));
+            assert!(out.contains("summary\\u{1b}"), "{out}");
+        }
+        let esc = escaped_report(&r);
+        assert_eq!(
+            esc.checks[0].remediation,
+            "line one\\u{1b}]0;owned\\u{7}\\r\n\\u{9b}\\u{7f}\\u{202e}\\u{2066}\nline two"
+        );
+        assert_eq!(esc.checks[1..], r.checks[1..]);
+    }
 }

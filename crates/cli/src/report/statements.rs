@@ -95,13 +95,14 @@ fn pct(x: f64) -> String {
 pub(crate) fn text(t: &TopStatements) -> String {
     let mut o = String::new();
     if let Some(why) = &t.unavailable {
-        let _ = writeln!(o, "  unavailable: {why}");
+        let _ = writeln!(o, "  unavailable: {}", super::esc(why));
         return o;
     }
     if let Some(p) = &t.period {
         let _ = writeln!(
             o,
-            "  {p}: {} calls, {} of statement time",
+            "  {}: {} calls, {} of statement time",
+            super::esc(p),
             t.total_calls,
             super::secs(t.total_time_seconds)
         );
@@ -172,7 +173,7 @@ pub(crate) fn markdown(t: &TopStatements) -> String {
             pct(s.no_index_share),
             s.tmp_disk_tables,
             md_cell(s.schema.as_deref().unwrap_or("-")),
-            short_digest(&s.digest),
+            md_cell(short_digest(&s.digest)),
             md_code(&s.text)
         );
     }

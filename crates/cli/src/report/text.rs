@@ -3,7 +3,7 @@ use std::fmt::Write;
 use owo_colors::OwoColorize;
 use powerdiag_rules::{Check, Gathered, Report, Severity, Snapshot, Status, format_bytes};
 
-use super::secs;
+use super::{esc, secs};
 
 pub(crate) fn render(
     s: &Snapshot,
@@ -11,6 +11,8 @@ pub(crate) fn render(
     code: u8,
     top: Option<&super::statements::TopStatements>,
 ) -> String {
+    // Every verdict's text escaped once; snapshot fields are escaped where they are printed.
+    let r = &super::escaped_report(r);
     let mut o = String::new();
     header(&mut o, s);
     os(&mut o, s);
@@ -68,7 +70,7 @@ pub(crate) fn render(
         .map(|c| {
             format!(
                 "{} {}{}",
-                c.name,
+                esc(&c.name),
                 secs(c.duration_seconds),
                 if c.success { "" } else { " (failed)" }
             )
@@ -113,8 +115,8 @@ fn header(o: &mut String, s: &Snapshot) {
     match s.host.as_ref() {
         Ok(h) => {
             let mut parts = vec![
-                h.os_release.clone().unwrap_or_else(|| h.os.clone()),
-                h.arch.clone(),
+                esc(h.os_release.as_deref().unwrap_or(&h.os)).into_owned(),
+                esc(&h.arch).into_owned(),
             ];
             if let Some(t) = h.hardware_threads {
                 parts.push(format!("{t} hardware threads"));
@@ -123,25 +125,25 @@ fn header(o: &mut String, s: &Snapshot) {
                 parts.push(format!("{} RAM", format_bytes(m)));
             }
             if let Some(k) = &h.kernel {
-                parts.push(format!("kernel {k}"));
+                parts.push(format!("kernel {}", esc(k)));
             }
             if let Some(p) = h.page_size_bytes {
                 parts.push(format!("{} pages", format_bytes(p)));
             }
-            let _ = writeln!(o, " — {} ({})", h.hostname.bold(), parts.join(", "));
+            let _ = writeln!(o, " — {} ({})", esc(&h.hostname).bold(), parts.join(", "));
         }
         Err(why) => {
-            let _ = writeln!(o, " — host facts unavailable: {why}");
+            let _ = writeln!(o, " — host facts unavailable: {}", esc(why));
         }
     }
 }
 
 fn os(o: &mut String, s: &Snapshot) {
     let Ok(f) = s.os.as_ref() else { return };
-    let na = |why: &str| format!("unavailable ({why})");
+    let na = |why: &str| format!("unavailable ({})", esc(why));
     let cpu = match f.cpu.as_ref() {
         Ok(c) => {
-            let mut line = c.model.clone().unwrap_or_else(|| c.architecture.clone());
+            let mut line = esc(c.model.as_deref().unwrap_or(&c.architecture)).into_owned();
             if let (Some(sk), Some(co), Some(t)) = (c.sockets, c.cores, c.threads_per_core) {
                 line += &format!(", {sk} socket(s) × {} cores × {t} threads", co / sk.max(1));
             }
@@ -153,7 +155,7 @@ fn os(o: &mut String, s: &Snapshot) {
                     "notimplemented" => "not implemented",
                     other => other,
                 };
-                line += &format!(", SMT {smt}");
+                line += &format!(", SMT {}", esc(smt));
             }
             // cpuinfo's `cpu MHz` without cpufreq is shown as what it is, not as a frequency
             // the CPUs were measured at.
@@ -186,7 +188,7 @@ fn os(o: &mut String, s: &Snapshot) {
             let _ = writeln!(
                 o,
                 "  topology: L3 {l3} over CPUs {}, {} NUMA node(s)",
-                t.l3_cpus.as_deref().unwrap_or("?"),
+                esc(t.l3_cpus.as_deref().unwrap_or("?")),
                 t.numa_nodes.len().max(1)
             );
         }
@@ -203,8 +205,9 @@ fn os(o: &mut String, s: &Snapshot) {
         );
         if let Some(thp) = &m.thp_enabled {
             line += &format!(
-                ", THP {thp} (defrag {})",
-                m.thp_defrag.as_deref().unwrap_or("?")
+                ", THP {} (defrag {})",
+                esc(thp),
+                esc(m.thp_defrag.as_deref().unwrap_or("?"))
             );
         }
         if m.page_sizes.len() > 1 {
@@ -235,9 +238,9 @@ fn os(o: &mut String, s: &Snapshot) {
             };
             let mut line = format!(
                 "  {} pid {} (from {}): {} resident",
-                p.name,
+                esc(&p.name),
                 p.pid,
-                p.found_by,
+                esc(&p.found_by),
                 p.rss_bytes.map(format_bytes).unwrap_or_else(|| "?".into())
             );
             if let Some(h) = p.anon_huge_bytes {
@@ -245,7 +248,10 @@ fn os(o: &mut String, s: &Snapshot) {
             }
             line += &format!(", {pages}");
             if let Some(l) = &p.ldr_cntrl {
-                line += &format!(", LDR_CNTRL {}", if l.is_empty() { "unset" } else { l });
+                line += &format!(
+                    ", LDR_CNTRL {}",
+                    if l.is_empty() { "unset".into() } else { esc(l) }
+                );
             }
             if let Some(a) = p.allocator {
                 line += &format!(", allocator {}", format!("{a:?}").to_ascii_lowercase());
@@ -254,7 +260,7 @@ fn os(o: &mut String, s: &Snapshot) {
                 line += &format!(", built with {}", format!("{c:?}").to_ascii_lowercase());
             }
             if let Some(cpus) = &p.affinity {
-                line += &format!(", CPUs {cpus}");
+                line += &format!(", CPUs {}", esc(cpus));
             }
             let _ = writeln!(o, "{line}");
         }
@@ -272,7 +278,7 @@ fn os(o: &mut String, s: &Snapshot) {
             "  cpu time: steal {}, busy {} ({})",
             share(t.steal_share),
             share(t.busy_share),
-            t.basis
+            esc(&t.basis)
         );
     }
     match f.partition.as_ref() {
@@ -301,13 +307,13 @@ fn os(o: &mut String, s: &Snapshot) {
             let counted: Vec<String> = c
                 .events
                 .iter()
-                .filter_map(|e| e.value.map(|v| format!("{} {v}", e.name)))
+                .filter_map(|e| e.value.map(|v| format!("{} {v}", esc(&e.name))))
                 .collect();
-            let missing: Vec<&str> = c
+            let missing: Vec<String> = c
                 .events
                 .iter()
                 .filter(|e| e.value.is_none())
-                .map(|e| e.name.as_str())
+                .map(|e| esc(&e.name).into_owned())
                 .collect();
             let _ = write!(
                 o,
@@ -320,13 +326,13 @@ fn os(o: &mut String, s: &Snapshot) {
                 }
             );
             if let Some(why) = c.events.iter().find_map(|e| e.unavailable.as_deref()) {
-                let _ = write!(o, "; {} {why}", missing.join(", "));
+                let _ = write!(o, "; {} {}", missing.join(", "), esc(why));
             }
             let _ = writeln!(o);
         }
         Ok(_) => {}
         Err(why) => {
-            let _ = writeln!(o, "  counters: {why}");
+            let _ = writeln!(o, "  counters: {}", esc(why));
         }
     }
 }
@@ -343,16 +349,19 @@ fn mariadb(o: &mut String, s: &Snapshot) {
             let _ = writeln!(
                 o,
                 "MariaDB {} at {} ({place})",
-                f.version.raw.bold(),
-                m.target.as_deref().unwrap_or("?")
+                esc(&f.version.raw).bold(),
+                esc(m.target.as_deref().unwrap_or("?"))
             );
             match &f.vector_indexes {
                 Gathered::Available(v) if !v.is_empty() => {
-                    let names: Vec<String> = v.iter().map(|i| i.qualified_name()).collect();
+                    let names: Vec<String> = v
+                        .iter()
+                        .map(|i| esc(&i.qualified_name()).into_owned())
+                        .collect();
                     let _ = writeln!(o, "  vector indexes: {}", names.join(", "));
                 }
                 Gathered::Unavailable(why) => {
-                    let _ = writeln!(o, "  vector indexes: unavailable ({why})");
+                    let _ = writeln!(o, "  vector indexes: unavailable ({})", esc(why));
                 }
                 _ => {}
             }
@@ -373,16 +382,16 @@ fn mariadb(o: &mut String, s: &Snapshot) {
                         let _ = write!(
                             o,
                             "  probe {}.{} ({}): {} queries, first {:.2} ms, median {:.2} ms, {} cache rebuilds",
-                            ip.schema,
-                            ip.table,
-                            ip.index,
+                            esc(&ip.schema),
+                            esc(&ip.table),
+                            esc(&ip.index),
                             ip.queries.len(),
                             first as f64 / 1000.0,
                             med as f64 / 1000.0,
                             rebuilds
                         );
                         if let Some(e) = &ip.error {
-                            let _ = write!(o, " — stopped: {e}");
+                            let _ = write!(o, " — stopped: {}", esc(e));
                         } else if ip.budget_exhausted {
                             let _ = write!(o, " — time budget reached");
                         }
@@ -390,17 +399,17 @@ fn mariadb(o: &mut String, s: &Snapshot) {
                     }
                 }
                 Gathered::Unavailable(why) => {
-                    let _ = writeln!(o, "  probe: {why}");
+                    let _ = writeln!(o, "  probe: {}", esc(why));
                 }
             }
             for n in &f.notes {
-                let _ = writeln!(o, "  {} {n}", "note:".yellow());
+                let _ = writeln!(o, "  {} {}", "note:".yellow(), esc(n));
             }
         }
         None => {
             let _ = writeln!(o, "{} {}", "MariaDB:".bold(), "not reachable".red().bold());
             if let Some(e) = &m.error {
-                let _ = writeln!(o, "  {}", e.message);
+                let _ = writeln!(o, "  {}", esc(&e.message));
             }
             if m.attempts.len() > 1 {
                 let _ = writeln!(o, "  tried:");
@@ -408,8 +417,8 @@ fn mariadb(o: &mut String, s: &Snapshot) {
                     let _ = writeln!(
                         o,
                         "    {} — {}",
-                        a.target,
-                        a.error.as_deref().unwrap_or("ok")
+                        esc(&a.target),
+                        esc(a.error.as_deref().unwrap_or("ok"))
                     );
                 }
             }
@@ -417,7 +426,7 @@ fn mariadb(o: &mut String, s: &Snapshot) {
             // powerdiag at a server.
             match &m.error {
                 Some(e) if !e.hint.is_empty() => {
-                    let _ = writeln!(o, "  fix: {}", e.hint);
+                    let _ = writeln!(o, "  fix: {}", esc(&e.hint));
                 }
                 _ => {
                     let _ = writeln!(
