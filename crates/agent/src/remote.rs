@@ -354,6 +354,49 @@ mod tests {
         assert!(u("ftp://db1").is_err());
     }
 
+    #[tokio::test]
+    async fn basic_auth_over_http_needs_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, "s3cret\n").unwrap();
+        let mut opts = RemoteOptions {
+            username: Some("u".into()),
+            password_file: Some(pw),
+            timeout: Duration::from_secs(2),
+            ..RemoteOptions::default()
+        };
+        // Port 1: nothing listens. The refusal comes before any connection.
+        let e = fetch_snapshot("http://127.0.0.1:1", &opts)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--agent.allow-insecure-auth"), "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        opts.allow_insecure_auth = true;
+        let e = fetch_snapshot("http://127.0.0.1:1", &opts)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot connect"), "{e}");
+    }
+
+    #[test]
+    fn tls_failures_name_the_certificate_problem_and_the_fix() {
+        let bad = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let wrapped = std::io::Error::new(std::io::ErrorKind::InvalidData, bad);
+        let found = tls_cause(&wrapped).unwrap();
+        let text = tls_reason(found, true);
+        assert!(
+            text.contains("UnknownIssuer")
+                && text
+                    .contains("--agent.ca-file must be the CA that signed the agent's certificate"),
+            "{text}"
+        );
+        assert!(tls_reason(found, false).contains("give --agent.ca-file"));
+        let plain = std::io::Error::other("refused");
+        assert!(tls_cause(&plain).is_none());
+    }
+
     #[test]
     fn files_are_regular_and_capped() {
         let dir = tempfile::tempdir().unwrap();
