@@ -330,6 +330,46 @@ fn man_pages_for_the_command_and_each_subcommand() {
     );
 }
 
+/// Issue 38 (5): a symbolic link planted at a page's name in --output-dir is replaced by the
+/// page, never followed: its target stays as it was.
+#[cfg(unix)]
+#[test]
+fn man_output_dir_replaces_a_planted_symlink_instead_of_following_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("powerdiag.1");
+    std::os::unix::fs::symlink(&victim, &page).unwrap();
+    let r = run(powerdiag().args(["man", "--output-dir"]).arg(dir.path()));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "precious\n",
+        "the link's target was overwritten"
+    );
+    let m = std::fs::symlink_metadata(&page).unwrap();
+    assert!(m.file_type().is_file(), "{:?}", m.file_type());
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains(".TH powerdiag 1")
+    );
+    // Pages stay readable by all, as a plain write made them (0644 under umask 022).
+    assert_ne!(
+        m.permissions().mode() & 0o044,
+        0,
+        "{:o}",
+        m.permissions().mode()
+    );
+    // No temporary file is left behind.
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.ends_with(".tmp"), "{name}");
+    }
+}
+
 /// `powerdiag collectors` lists the registry, in every format, and each name is a flag.
 #[test]
 fn collectors_lists_the_registry_and_each_name_is_a_flag() {

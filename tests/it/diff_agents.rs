@@ -14,7 +14,7 @@ const CONFIG: &str =
     "[sample]\ninterval = \"2s\"\ntimeout = \"1s\"\nwindow = \"0s\"\n[probe]\nenabled = false\n";
 
 /// An agent process killed on drop, for agents the plain-HTTP readiness check cannot reach.
-struct Child(
+pub(crate) struct Child(
     std::process::Child,
     #[allow(dead_code, reason = "kept for the files")] tempfile::TempDir,
 );
@@ -49,7 +49,7 @@ fn agent() -> Agent {
     spawn_agent(command(&dir, port, None), port, dir)
 }
 
-fn tls_agent(web_config: &str) -> (Child, u16) {
+pub(crate) fn tls_agent(web_config: &str) -> (Child, u16) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let child = command(&dir, port, Some(web_config))
@@ -134,12 +134,15 @@ fn tls_and_basic_auth_as_a_scraper_uses_them() {
             .args([&url, &other]);
         run(&mut c)
     };
+    // The credentials go to both sides, the plain-HTTP one too: that takes
+    // --agent.allow-insecure-auth (issue 38; diff_hardening.rs checks the refusal).
     let ok = || {
         diff(&[
             "--agent.username",
             "prometheus",
             "--agent.password-file",
             pw.to_str().unwrap(),
+            "--agent.allow-insecure-auth",
         ])
     };
     assert!(

@@ -4,9 +4,10 @@
 //!
 //! Two kinds, one binary:
 //! - tests that need no server (`cli`, `collect_output`, `escapes`, `linux_fixtures`,
-//!   `diff_agents`, `layering`, `no_database`, the static checks in `deploy`, `examples`'
-//!   replays, and the argument errors in `errors` and `agent`) pass with a plain `cargo test`
-//!   on a machine without the test servers: they never read a `POWERDIAG_IT_*` variable;
+//!   `diff_agents`, `diff_hardening`, `layering`, `no_database`, the static checks in `deploy`,
+//!   `examples`' replays, and the argument errors in `errors` and `agent`) pass with a plain
+//!   `cargo test` on a machine without the test servers: they never read a `POWERDIAG_IT_*`
+//!   variable;
 //! - tests that need a server ask for it first ([`support::Server::get`]) and, without it,
 //!   fail at once with a message naming the variable and how to start the servers: nothing is
 //!   skipped silently.
@@ -19,6 +20,7 @@ mod cli;
 mod collect_output;
 mod deploy;
 mod diff_agents;
+mod diff_hardening;
 mod errors;
 mod escapes;
 mod evicted_stats;

@@ -38,6 +38,8 @@ pub struct RemoteOptions {
     pub password_file: Option<PathBuf>,
     /// The whole request, connect to last byte.
     pub timeout: Duration,
+    /// Send basic auth to an `http://` agent (in clear text); without it, refused.
+    pub allow_insecure_auth: bool,
 }
 
 impl Default for RemoteOptions {
@@ -49,6 +51,7 @@ impl Default for RemoteOptions {
             username: None,
             password_file: None,
             timeout: Duration::from_secs(30),
+            allow_insecure_auth: false,
         }
     }
 }
@@ -71,6 +74,15 @@ pub enum RemoteError {
     },
     #[error("{url}: the answer is larger than {limit} MiB: not a powerdiag snapshot")]
     TooLarge { url: String, limit: usize },
+    #[error(
+        "{url}: the agent announces {length} bytes (Content-Length), more than the {limit} MiB a \
+         powerdiag snapshot can be: not a powerdiag agent, or check the URL"
+    )]
+    DeclaredTooLarge {
+        url: String,
+        length: u64,
+        limit: usize,
+    },
 }
 
 /// True when `s` names an agent rather than a file.
@@ -187,6 +199,15 @@ fn client(opts: &RemoteOptions) -> Result<reqwest::Client, RemoteError> {
 pub async fn fetch_snapshot(raw: &str, opts: &RemoteOptions) -> Result<String, RemoteError> {
     let url = snapshot_url(raw)?;
     let shown = url.to_string();
+    if url.scheme() == "http" && opts.username.is_some() && !opts.allow_insecure_auth {
+        return Err(RemoteError::Url {
+            url: shown,
+            reason: "basic auth over http:// would send the password in clear text: use the \
+                     agent's https:// address, or give --agent.allow-insecure-auth to send it \
+                     anyway"
+                .into(),
+        });
+    }
     let client = client(opts)?;
     let mut request = client.get(url);
     match (&opts.username, &opts.password_file) {
@@ -213,6 +234,8 @@ pub async fn fetch_snapshot(raw: &str, opts: &RemoteOptions) -> Result<String, R
         url: shown.clone(),
         reason: if e.is_timeout() {
             "no complete answer in time (--agent.timeout)".into()
+        } else if let Some(tls) = tls_cause(&e) {
+            tls_reason(tls, opts.ca_file.is_some())
         } else if e.is_connect() {
             format!(
                 "cannot connect ({e}); is the agent running and is this its --web.listen-address?"
@@ -236,6 +259,17 @@ pub async fn fetch_snapshot(raw: &str, opts: &RemoteOptions) -> Result<String, R
         });
     }
     let limit = powerdiag_rules::MAX_SNAPSHOT_BYTES;
+    // A declared length is refused before a byte of the body is read; a chunked body is capped
+    // while it streams, below.
+    if let Some(length) = resp.content_length()
+        && length > limit as u64
+    {
+        return Err(RemoteError::DeclaredTooLarge {
+            url: shown,
+            length,
+            limit: limit >> 20,
+        });
+    }
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(request_err)? {
         if body.len() + chunk.len() > limit {
@@ -250,6 +284,45 @@ pub async fn fetch_snapshot(raw: &str, opts: &RemoteOptions) -> Result<String, R
         url: shown,
         reason: "the answer is not UTF-8 text: not a powerdiag snapshot".into(),
     })
+}
+
+/// The TLS error under a request error, if it failed in the handshake. The chain is walked
+/// through `source()`; an `io::Error` wrapping the rustls error is opened too (its `source()`
+/// skips the wrapped error itself).
+fn tls_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        if let Some(tls) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| tls_cause(inner))
+        {
+            return Some(tls);
+        }
+        next = err.source();
+    }
+    None
+}
+
+/// What went wrong in the TLS handshake, and the fix.
+fn tls_reason(e: &rustls::Error, have_ca: bool) -> String {
+    match e {
+        rustls::Error::InvalidCertificate(_) if have_ca => format!(
+            "the agent's certificate is not trusted ({e}): --agent.ca-file must be the CA that \
+             signed the agent's certificate"
+        ),
+        rustls::Error::InvalidCertificate(_) => format!(
+            "the agent's certificate is not trusted ({e}): give --agent.ca-file, the CA that \
+             signed the agent's certificate"
+        ),
+        _ => format!(
+            "the TLS handshake failed ({e}); is this the agent's https:// address, and does it \
+             accept this client (--agent.cert-file, --agent.key-file)?"
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +352,49 @@ mod tests {
         assert!(e.contains("--agent.password-file"), "{e}");
         assert!(!e.contains("secret"), "the password is never echoed: {e}");
         assert!(u("ftp://db1").is_err());
+    }
+
+    #[tokio::test]
+    async fn basic_auth_over_http_needs_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, "s3cret\n").unwrap();
+        let mut opts = RemoteOptions {
+            username: Some("u".into()),
+            password_file: Some(pw),
+            timeout: Duration::from_secs(2),
+            ..RemoteOptions::default()
+        };
+        // Port 1: nothing listens. The refusal comes before any connection.
+        let e = fetch_snapshot("http://127.0.0.1:1", &opts)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--agent.allow-insecure-auth"), "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        opts.allow_insecure_auth = true;
+        let e = fetch_snapshot("http://127.0.0.1:1", &opts)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot connect"), "{e}");
+    }
+
+    #[test]
+    fn tls_failures_name_the_certificate_problem_and_the_fix() {
+        let bad = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let wrapped = std::io::Error::new(std::io::ErrorKind::InvalidData, bad);
+        let found = tls_cause(&wrapped).unwrap();
+        let text = tls_reason(found, true);
+        assert!(
+            text.contains("UnknownIssuer")
+                && text
+                    .contains("--agent.ca-file must be the CA that signed the agent's certificate"),
+            "{text}"
+        );
+        assert!(tls_reason(found, false).contains("give --agent.ca-file"));
+        let plain = std::io::Error::other("refused");
+        assert!(tls_cause(&plain).is_none());
     }
 
     #[test]

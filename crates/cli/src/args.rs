@@ -184,9 +184,13 @@ pub(crate) struct DiffArgs {
     /// File holding the basic auth password (never on the command line)
     #[arg(long = "agent.password-file", value_name = "FILE")]
     pub(crate) agent_password_file: Option<PathBuf>,
-    /// Deadline for reading each agent's snapshot
-    #[arg(long = "agent.timeout", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    /// Deadline for reading each agent's snapshot, from 1s to 10m
+    #[arg(long = "agent.timeout", value_name = "DURATION", default_value = "30s", value_parser = parse_agent_timeout)]
     pub(crate) agent_timeout: std::time::Duration,
+    /// Send --agent.username and the password to an http:// agent, in clear text (by default
+    /// basic auth is sent only over https://)
+    #[arg(long = "agent.allow-insecure-auth")]
+    pub(crate) agent_allow_insecure_auth: bool,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -305,6 +309,19 @@ pub(crate) struct CollectArgs {
     pub(crate) collectors: crate::collector_flags::CollectorFlags,
 }
 
+/// `--agent.timeout`: bounded, so a typo cannot make `diff` wait for ever, and never zero.
+fn parse_agent_timeout(s: &str) -> Result<Duration, String> {
+    const RANGE: &str = "between 1s and 10m (examples: 5s, 30s, 2m)";
+    let d =
+        humantime::parse_duration(s.trim()).map_err(|e| format!("{e}: give a duration {RANGE}"))?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(600) {
+        return Err(format!(
+            "{s:?} is not {RANGE}: the deadline for reading each agent's snapshot"
+        ));
+    }
+    Ok(d)
+}
+
 fn parse_statements_window(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?}: {e}"))?;
     if d < Duration::from_secs(1) || d > Duration::from_secs(366 * 86_400) {
@@ -393,6 +410,17 @@ pub(crate) struct ExplainArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_timeouts_are_bounded() {
+        assert_eq!(parse_agent_timeout("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_agent_timeout("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_agent_timeout("10m"), Ok(Duration::from_secs(600)));
+        for bad in ["0s", "0", "999ms", "10m 1s", "100000000years", "forever"] {
+            let e = parse_agent_timeout(bad).unwrap_err();
+            assert!(e.contains("between 1s and 10m"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn timeouts() {

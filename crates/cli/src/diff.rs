@@ -16,6 +16,7 @@ pub(crate) fn run(args: &DiffArgs) -> Result<u8> {
         username: args.agent_username.clone(),
         password_file: args.agent_password_file.clone(),
         timeout: args.agent_timeout,
+        allow_insecure_auth: args.agent_allow_insecure_auth,
     };
     let a = side(&args.a, &opts)?;
     let b = side(&args.b, &opts)?;

@@ -116,7 +116,16 @@ fn roff_escape(text: &str) -> String {
     }
 }
 
+/// Writes one page through a temporary file created exclusively in `dir` and renamed over
+/// `name`: a symbolic link planted at `dir/name` is replaced by the page, never followed (a
+/// plain write would overwrite the link's target). Pages are readable by all (0666 less the
+/// umask, as before).
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let path = dir.join(name);
-    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    crate::snapshot::replace_file(&path, ".powerdiag-man-", Some(0o666), bytes).with_context(|| {
+        format!(
+            "--output-dir: cannot write {}: give a directory powerdiag can create files in",
+            path.display()
+        )
+    })
 }

@@ -50,20 +50,42 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).context("cannot inspect the target"),
     }
+    replace_file(path, ".powerdiag-snapshot-", None, bytes)
+}
+
+/// Writes `bytes` to a new temporary file in `path`'s directory (created exclusively with
+/// `O_EXCL|O_NOFOLLOW`, an unpredictable name starting with `prefix`, mode 0600 or `mode` less
+/// the umask), syncs it and renames it over `path`. rename(2) replaces the directory entry
+/// itself: whatever is at `path` (a regular file, a planted symbolic link) is replaced, never
+/// written through.
+pub(crate) fn replace_file(
+    path: &Path,
+    prefix: &str,
+    mode: Option<u32>,
+    bytes: &[u8],
+) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".powerdiag-snapshot-")
-        .suffix(".tmp")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix).suffix(".tmp");
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(mode));
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut tmp = builder
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .context("cannot write the temporary file")?;
     // rename(2) replaces the directory entry itself: it never follows a link planted there
-    // after the check above. On error the temporary file is removed when `tmp` drops.
+    // (for `collect -o`, after the caller's check). On error the temporary file is removed when
+    // `tmp` drops.
     tmp.persist(path)
         .map_err(|e| e.error)
         .context("cannot rename the temporary file over the target")?;
