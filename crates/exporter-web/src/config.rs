@@ -65,10 +65,32 @@ pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
 /// certificate requirement, or lowers `min_version`, that the running configuration has; it
 /// also cannot turn TLS on (the listener was started without it). Both need a restart, which
 /// is explicit. A file that does not load or [sets nothing](WebConfigError::Empty) is an error
-/// too. The credentials verified so far stay verified while their user's hash is unchanged.
+/// too, and so is a certificate that has expired (the running one stays; at start an expired
+/// certificate is only a warning, so that an agent can come up to be fixed). The credentials
+/// verified so far stay verified while their user's hash is unchanged.
 pub fn reload(running: &WebConfig) -> Result<WebConfig, WebConfigError> {
+    reload_at(running, std::time::SystemTime::now())
+}
+
+/// [`reload`] as of `now`.
+pub(crate) fn reload_at(
+    running: &WebConfig,
+    now: std::time::SystemTime,
+) -> Result<WebConfig, WebConfigError> {
     let new = load(&running.path)?;
     running.check_reload(&new)?;
+    if let Some(not_after) = new.certificate_not_after()
+        && not_after < now
+    {
+        return Err(WebConfigError::Invalid {
+            path: new.path.clone(),
+            field: "tls_server_config.cert_file".into(),
+            message: format!(
+                "the certificate expired at {} (notAfter): a reload never replaces the running certificate with an expired one; renew it and send SIGHUP again",
+                humantime::format_rfc3339_seconds(not_after)
+            ),
+        });
+    }
     Ok(new.with_auth_cache_of(running))
 }
 

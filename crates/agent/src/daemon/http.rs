@@ -127,6 +127,9 @@ async fn snapshot_handler(State(s): State<AppState>) -> Response {
     }
 }
 
+/// Time allowed beyond the sampler's budget before a first sample counts as late.
+const FIRST_SAMPLE_MARGIN: Duration = Duration::from_secs(5);
+
 async fn health_handler(State(s): State<AppState>) -> Response {
     // Stale after three intervals without a finished sample. The validator bounds the interval;
     // saturating all the same, so no configuration can make this panic.
@@ -137,6 +140,18 @@ async fn health_handler(State(s): State<AppState>) -> Response {
         .interval
         .checked_mul(3)
         .unwrap_or(Duration::MAX);
+    // The first sample ends (or is abandoned) within the sampler's budget for one sample: "starting"
+    // past that, with a margin for the process to come up, is a first sample that is late.
+    let first_due = {
+        let c = s.config.borrow();
+        c.sample
+            .interval
+            .saturating_sub(Duration::from_millis(100))
+            .max(c.sample.timeout)
+            .saturating_add(c.sample.window)
+            .saturating_add(FIRST_SAMPLE_MARGIN)
+            .min(stale_after)
+    };
     let sample = s.samples.borrow().clone();
     let now = SystemTime::now();
     match sample {
@@ -156,9 +171,12 @@ async fn health_handler(State(s): State<AppState>) -> Response {
                     .into_response()
             }
         }
-        None if now.duration_since(s.started).unwrap_or_default() > stale_after => (
+        None if now.duration_since(s.started).unwrap_or_default() > first_due => (
             StatusCode::SERVICE_UNAVAILABLE,
-            "no sample has finished yet\n",
+            format!(
+                "no sample has finished yet: the first was due within {:.0} s of the start\n",
+                first_due.as_secs_f64()
+            ),
         )
             .into_response(),
         None => (StatusCode::OK, "starting: first sample in progress\n").into_response(),
@@ -199,5 +217,35 @@ mod tests {
         };
         let response = health_handler(State(state)).await;
         assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    /// Issue 38: "starting" lasts as long as a first sample may take (the sampler's budget
+    /// and the OS window), not three intervals.
+    #[tokio::test]
+    async fn starting_is_bounded_by_the_first_sample_budget() {
+        let mut config = Config::default();
+        config.sample.interval = Duration::from_secs(60);
+        config.sample.timeout = Duration::from_secs(5);
+        config.sample.window = Duration::from_secs(1);
+        let state = |started: SystemTime| {
+            let (_s, samples) = watch::channel(None);
+            let (_c, config) = watch::channel(Arc::new(config.clone()));
+            let (_r, reload) =
+                watch::channel(metrics::ReloadStatus::loaded(SystemTime::UNIX_EPOCH));
+            std::mem::forget((_s, _c, _r));
+            AppState {
+                samples,
+                config,
+                telemetry_path: "/metrics".into(),
+                started,
+                reload,
+            }
+        };
+        let ago = |s: u64| SystemTime::now() - Duration::from_secs(s);
+        // Budget 59.9 s + window 1 s + margin 5 s: starting at 60 s, late at 70 s (stale was 180).
+        let r = health_handler(State(state(ago(60)))).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let r = health_handler(State(state(ago(70)))).await;
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 }

@@ -420,6 +420,26 @@ fn a_reload_never_lowers_security() {
     assert_eq!(new.basic_auth_users.keys().collect::<Vec<_>>(), ["carol"]);
 }
 
+/// Issue 38: an expired certificate is refused on reload (the running one stays), named with
+/// its notAfter.
+#[test]
+fn an_expired_certificate_is_refused_on_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = tls_yaml("test-server.crt", "test-server.key") + &users_yaml();
+    let running = load(&write_config(dir.path(), &yaml)).unwrap();
+    let not_after = running.certificate_not_after().unwrap();
+    assert!(super::reload_at(&running, not_after - std::time::Duration::from_secs(60)).is_ok());
+    let e = super::reload_at(&running, not_after + std::time::Duration::from_secs(60))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tls_server_config.cert_file: the certificate expired at")
+            && e.contains("renew it and send SIGHUP again")
+            && e.contains("web.yml"),
+        "{e}"
+    );
+}
+
 #[test]
 fn plain_http_cannot_turn_into_tls_by_a_reload() {
     let dir = tempfile::tempdir().unwrap();
