@@ -387,6 +387,35 @@ async fn signals(files: Reloadable, cancel: CancellationToken) {
 mod tests {
     use super::*;
 
+    /// `--web.listen-address` takes `:PORT`, addresses and host names (as exporter-toolkit).
+    #[tokio::test]
+    async fn listen_addresses() {
+        assert_eq!(
+            parse_listen(":9987").await.unwrap(),
+            "0.0.0.0:9987".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen("[::1]:9987").await.unwrap(),
+            "[::1]:9987".parse().unwrap()
+        );
+        assert!(
+            parse_listen("localhost:9987")
+                .await
+                .unwrap()
+                .ip()
+                .is_loopback()
+        );
+        for bad in [
+            "9987",
+            "localhost:http",
+            "localhost:99999",
+            "no-such-host.invalid:9987",
+        ] {
+            let e = parse_listen(bad).await.unwrap_err().to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+    }
+
     /// Issue 16, item 3: SIGHUP with an emptied or TLS-less file keeps the running TLS + basic
     /// auth configuration (it used to switch to plain HTTP without authentication).
     #[test]

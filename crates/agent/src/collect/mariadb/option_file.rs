@@ -231,8 +231,11 @@ impl Reader {
             ));
             return Ok(());
         }
-        let text = String::from_utf8(bytes)
-            .map_err(|_| self.err(format!("{}{}: not UTF-8 text", path.display(), at(from))))?;
+        // The file may hold a password: its text is wiped from memory when parsed.
+        let text = zeroize::Zeroizing::new(String::from_utf8(bytes).map_err(|e| {
+            zeroize::Zeroize::zeroize(&mut e.into_bytes());
+            self.err(format!("{}{}: not UTF-8 text", path.display(), at(from)))
+        })?);
         self.files.push(path.to_owned());
         self.stack.push(canonical);
         let had_password = self.password_lines;

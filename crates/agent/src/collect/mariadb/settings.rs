@@ -6,13 +6,15 @@ use std::{fmt, path::PathBuf};
 
 use super::tls::TlsSwitches;
 
-/// A password that never shows up in `Debug`, `Display` or a snapshot.
+/// A password that never shows up in `Debug`, `Display` or a snapshot, and whose bytes are
+/// wiped when it is dropped (fewer copies in a core image; the driver keeps its own copy for
+/// the connection's life).
 #[derive(Clone, PartialEq, Eq)]
-pub struct Password(String);
+pub struct Password(zeroize::Zeroizing<String>);
 
 impl Password {
     pub fn new(p: impl Into<String>) -> Password {
-        Password(p.into())
+        Password(zeroize::Zeroizing::new(p.into()))
     }
     pub(crate) fn expose(&self) -> &str {
         &self.0
