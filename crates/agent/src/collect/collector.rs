@@ -199,6 +199,27 @@ where
     (out, run)
 }
 
+/// The whole sample, as the agent reports it when a collection overran its budget and was
+/// abandoned (`powerdiag_collector_success{collector="sample"} 0`). Not in any registry: it
+/// cannot be turned off.
+pub const SAMPLE: Descriptor = Descriptor {
+    name: "sample",
+    help: "the whole sample: fails when a collection overran its budget and was abandoned",
+    default_enabled: true,
+    requires: Requires::Nothing,
+};
+
+/// The run of `d` that failed with `why` after `took` (a collection abandoned at its deadline;
+/// [`execute`] builds every other run).
+pub fn failed_run(d: &Descriptor, took: std::time::Duration, why: &str) -> CollectorRun {
+    CollectorRun {
+        name: d.name.into(),
+        duration_seconds: took.as_secs_f64(),
+        success: false,
+        error: Some(why.to_owned()),
+    }
+}
+
 /// A collector's result as its section of the snapshot: the error's sentence when it failed or
 /// was skipped.
 pub(crate) fn gathered<T>(out: Result<T, CollectError>) -> Gathered<T> {

@@ -6,9 +6,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use powerdiag_rules::{
-    CollectorRun, DbError, DbErrorKind, Gathered, Report, Snapshot, evaluate_with,
-};
+use powerdiag_rules::{DbError, DbErrorKind, Gathered, Report, Snapshot, evaluate_with};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +16,7 @@ use super::{
     self_info::{BuildInfo, ProcessStats},
 };
 use crate::collect::{
-    self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions,
+    self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions, collector,
     mariadb::{InnodbCache, StatusTracker, StatusWindowMode, target::Candidate},
     os::Roots,
 };
@@ -247,12 +245,8 @@ fn overrun(opts: &CollectOptions, budget: Duration) -> Snapshot {
         message: why.clone(),
         hint: "check that mariadbd answers (`mariadb-admin ping`); if it is only slow, raise [sample] interval".into(),
     });
-    s.collectors.push(CollectorRun {
-        name: "sample".into(),
-        duration_seconds: budget.as_secs_f64(),
-        success: false,
-        error: Some(why),
-    });
+    s.collectors
+        .push(collector::failed_run(&collector::SAMPLE, budget, &why));
     s
 }
 
