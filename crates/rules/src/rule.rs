@@ -72,7 +72,7 @@ pub struct RuleMeta {
 }
 
 /// A measured effect of the difference a rule covers: declared next to the rule
-/// (`impact: [...]` in [`declare_rule!`]), read by [`diff`](crate::diff) as `Rule::NAME`.
+/// (`impact: [...]` in [`declare_rule!`](crate::declare_rule)), read by [`diff`](crate::diff) as `Rule::NAME`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Impact {
     /// A speed factor (3.0 = up to 3× faster on the better side). Differences are ranked by it.
@@ -386,7 +386,7 @@ impl Status {
     }
 }
 
-/// The static half of a rule, implemented by [`declare_rule!`] (never by hand): its
+/// The static half of a rule, implemented by [`declare_rule!`](crate::declare_rule) (never by hand): its
 /// [`RuleMeta`].
 pub trait Declared {
     fn meta(&self) -> &'static RuleMeta;

@@ -168,7 +168,7 @@ impl Selection {
 
 /// Runs one collector: gated by `selection` (and the server's version), timed, and reported
 /// as its run — `None` when it was skipped by design.
-pub(crate) fn execute<T>(
+pub fn execute<T>(
     d: &Descriptor,
     selection: &Selection,
     server: Option<&ServerVersion>,
@@ -181,7 +181,7 @@ pub(crate) fn execute<T>(
 }
 
 /// [`execute`] for a collector that awaits (the SQL ones).
-pub(crate) async fn execute_async<T, F>(
+pub async fn execute_async<T, F>(
     d: &Descriptor,
     selection: &Selection,
     server: Option<&ServerVersion>,

@@ -1,4 +1,4 @@
-//! The rule registry. A new rule is one new file here plus one line in [`rules!`].
+//! The rule registry. A new rule is one new file here plus one line in `rules!`.
 
 use crate::Rule;
 

@@ -71,7 +71,7 @@ pub struct MariadbOptions {
 /// of the variables ~10× what `SELECT @@...` of the same names does (see `server.rs`).
 ///
 /// The variables themselves are kept on the same connection while the status read, the
-/// sample's first statement there, shows no setting change ([`server::SETTING_CHANGES`]:
+/// sample's first statement there, shows no setting change (`server::SETTING_CHANGES`:
 /// any `SET`, a plugin installed or removed, the buffer pool resized), and for
 /// `variables_refresh` at the longest (a restart drops the connection, and a new connection
 /// reads them again). That leaves one statement per steady sample.

@@ -736,7 +736,7 @@ struct CachedIndexes {
 /// estimates are read again; the list itself (InnoDB's dictionary, whose read costs the server
 /// per table on it: 12–17 ms at 10,000 tables) and the indexes' definitions are read again only
 /// when the server's schema-change or grant counters moved or it restarted (see
-/// [`ChangeMark`]).
+/// `ChangeMark`).
 #[derive(Debug, Clone)]
 pub struct VectorCache {
     pub refresh: Duration,
