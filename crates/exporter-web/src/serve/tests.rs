@@ -34,9 +34,32 @@ impl Server {
         Server { addr, stop, task }
     }
 
+    /// Plain HTTP with at most `max_connections` open at once.
+    async fn capped(max_connections: usize) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_web_tx, web) = watch::channel(None);
+        let options = ServeOptions {
+            max_connections,
+            ..ServeOptions::default()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve_with(
+            listener,
+            app(),
+            web,
+            async move {
+                let _ = stopped.await;
+            },
+            options,
+        ));
+        Server { addr, stop, task }
+    }
+
     async fn stop(self) {
         self.stop.send(()).unwrap();
-        tokio::time::timeout(Duration::from_secs(5), self.task)
+        // The drain takes up to 10 s (DRAIN_TIMEOUT) when a connection is still open.
+        tokio::time::timeout(Duration::from_secs(15), self.task)
             .await
             .unwrap()
             .unwrap()
@@ -294,23 +317,8 @@ async fn http2_without_alpn_is_refused() {
 #[tokio::test]
 async fn connections_beyond_the_cap_are_closed() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (_web_tx, web) = watch::channel(None);
-    let options = ServeOptions {
-        max_connections: 4,
-        ..ServeOptions::default()
-    };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve_with(
-        listener,
-        app(),
-        web,
-        async move {
-            let _ = stopped.await;
-        },
-        options,
-    ));
+    let server = Server::capped(4).await;
+    let addr = server.addr;
     let mut idle = Vec::new();
     for _ in 0..4 {
         idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
@@ -341,12 +349,7 @@ async fn connections_beyond_the_cap_are_closed() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(ok, "served again once the idle connections closed");
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(15), task)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    server.stop().await;
 }
 
 /// Issue 16, item 4: wrong passwords from many connections neither delay a legitimate scraper
@@ -506,23 +509,8 @@ async fn closed_at_once(stream: &mut tokio::net::TcpStream) -> bool {
 /// completed a request, so a scraper gets through while many addresses hold the rest.
 #[tokio::test]
 async fn idle_connections_cannot_keep_a_scraper_out() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (_web_tx, web) = watch::channel(None);
-    let options = ServeOptions {
-        max_connections: 64,
-        ..ServeOptions::default()
-    };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve_with(
-        listener,
-        app(),
-        web,
-        async move {
-            let _ = stopped.await;
-        },
-        options,
-    ));
+    let server = Server::capped(64).await;
+    let addr = server.addr;
     let url = format!("http://{addr}/metrics");
     let scraper = client(&[], false);
     assert_eq!(scraper.get(&url).send().await.unwrap().status(), 200);
@@ -552,6 +540,5 @@ async fn idle_connections_cannot_keep_a_scraper_out() {
     let fresh = client(&[], false);
     assert_eq!(fresh.get(&url).send().await.unwrap().status(), 200);
     drop(held);
-    let _ = stop.send(());
-    task.await.unwrap().unwrap();
+    server.stop().await;
 }
