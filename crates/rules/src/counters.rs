@@ -1,37 +1,48 @@
-//! Status counters over a window, for the rules that judge rates and shares (PD205–PD216).
+//! Status counters over recent windows, for the rules that judge rates and shares
+//! (PD205–PD214).
 //!
 //! A server's status counters count since start-up. A share computed from them (MySQLTuner's
 //! way) describes the server's whole life: a problem fixed last week still shows, a problem that
-//! started an hour ago hides behind months of good history. So the snapshot keeps two reads of
-//! the same counters — [`MariadbFacts::status`] at the end and [`StatusWindow::start`] at the
-//! start of a window: doctor's two reads `--sample-window` apart, or the agent's current read
-//! and one about `[sample] status_window` older — and the rules judge the difference.
+//! started an hour ago hides behind months of good history. So the snapshot keeps reads of the
+//! same counters at the start of one or more windows that all end at [`MariadbFacts::status`]
+//! — doctor's one `--sample-window`, or the agent's windows from its previous sample up to
+//! `[sample] max_status_window` (an hour) — and the rules judge differences.
 //!
-//! [`MariadbFacts::judged_counts`] chooses the basis a rule judges, in this order:
-//! 1. the window, when it saw enough of what the rule measures (each rule says how much: a
-//!    share of 3 temporary tables means nothing);
-//! 2. else the counters since start-up, when the server has been up long enough
-//!    ([`MIN_UPTIME`], MySQLTuner's 24-hour caveat) and they saw enough — the verdict says it
-//!    rests on them;
-//! 3. else `insufficient_data`, naming what the window saw and how to get a longer one.
+//! [`Snapshot::judge`] chooses the window a rule judges:
+//! 1. the **shortest** window whose counts decide: the rule measures an estimate (a share or a
+//!    rate, [`crate::stats`]) and the window decides when its 95% interval lies on one side of
+//!    the rule's limit — "35% ± 1.1% of 7,705 requests" decides against 1%, "1 of 3" does not;
+//! 2. for doctor only, when its window cannot decide, the counters since start-up of a server
+//!    up at least [`MIN_UPTIME`]: the verdict says so in its summary and is at most a warning
+//!    (`report::check_one`);
+//! 3. else `insufficient_data`, naming what the longest window saw. The agent never judges
+//!    counters since start-up: "too little activity in the last hour" is the honest answer on a
+//!    quiet server, and an alert on it never fires on last week's history.
+//!
+//! The agent restarts its windows when a global variable changes, when the schema changes
+//! (`Com_alter_table`, `Com_create_index`, `Com_drop_index`) or when the server restarts, so a
+//! window never mixes the problem with its fix: a fail clears at the next sample that decides.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{MariadbFacts, StatusVar, Threshold, Unit, Verdict, format_secs};
+use crate::{
+    MariadbFacts, Snapshot, StatusVar, Threshold, Unit, Verdict, format_secs,
+    stats::{Estimate, Side},
+};
 
-/// Who took the two status reads of a [`StatusWindow`].
+/// Who took the status reads of a [`StatusWindow`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowSource {
     /// `powerdiag doctor`/`collect`: the two ends of its `--sample-window`.
     Doctor,
-    /// `powerdiag agent`: its read now and one about `[sample] status_window` earlier.
+    /// `powerdiag agent`: its read now and earlier samples' reads.
     Agent,
 }
 
-/// The status read at the start of a window; [`MariadbFacts::status`] is its end.
+/// The status read at the start of the shortest window; [`MariadbFacts::status`] is its end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusWindow {
     /// Seconds between the two reads.
@@ -40,21 +51,38 @@ pub struct StatusWindow {
     /// The status at the start, as `status` (lower-case names, only the names in
     /// [`StatusVar`]).
     pub start: BTreeMap<String, String>,
+    /// The starts of longer windows ending at the same read, shortest first: the agent's
+    /// status history up to `[sample] max_status_window`. Empty for doctor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub longer: Vec<WindowStart>,
+    /// Why the history holds no older read, when it was cut short: "the global variables
+    /// changed 3 min ago (tmp_table_size)".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
+}
+
+/// The start of one of the agent's longer windows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WindowStart {
+    /// Seconds from this read to the window's end.
+    pub seconds: f64,
+    /// The status then (names as [`StatusWindow::start`]).
+    pub start: BTreeMap<String, String>,
 }
 
 pub(crate) fn status_window_not_recorded() -> crate::Gathered<StatusWindow> {
     crate::Gathered::Unavailable("not recorded: the snapshot predates status windows".into())
 }
 
-/// How long a server must have been up before a rule judges its counters since start-up
-/// (when the window saw too little). Each rule that falls back to them declares it.
+/// How long a server must have been up before doctor judges its counters since start-up
+/// (when its window could not decide). Each rule that falls back to them declares it.
 pub(crate) const MIN_UPTIME: Threshold = Threshold {
     key: "min_uptime",
     default: 86_400.0,
     min: 0.0,
     max: 1e10,
     unit: Unit::Count,
-    doc: "seconds the server must have been up before its counters since start-up are judged, when the sample window saw too little (MySQLTuner: 24 h)",
+    doc: "seconds the server must have been up before doctor judges its counters since start-up, when its sample window could not decide (MySQLTuner: 24 h); the agent never does",
 };
 
 /// What a rule's counts cover.
@@ -66,13 +94,81 @@ pub enum Basis {
     SinceStartup { uptime: u64 },
 }
 
+impl Basis {
+    /// "the last 5 min" or "since start-up", for a summary.
+    pub fn short(&self) -> String {
+        match *self {
+            Basis::Window { seconds, .. } => format!("over the last {}", format_span(seconds)),
+            Basis::SinceStartup { uptime } => {
+                format!("since start-up {} ago", format_secs(uptime))
+            }
+        }
+    }
+}
+
+fn format_span(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format_secs(seconds.round() as u64)
+    }
+}
+
+/// What one window's counts show a rule: enough to decide, or not.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evidence {
+    /// Enough: the text says what was measured ("35.0% ± 1.1% … of 7,705 page requests").
+    Decides(String),
+    /// Not enough: the text says what was measured and why it does not decide.
+    Undecided(String),
+}
+
+impl Evidence {
+    /// A share or rate against the limit a rule fails above: decides unless its interval
+    /// straddles the limit. `what` names the events ("page requests missed the pool").
+    pub fn of(e: &Estimate, limit: f64, what: &str) -> Evidence {
+        let measured = match e.kind {
+            crate::stats::Kind::Share { part, whole } => {
+                format!("{part} of {whole} {what}: {e}")
+            }
+            crate::stats::Kind::Rate { count, seconds } => {
+                format!("{count} {what} in {}: {e}", format_span(seconds))
+            }
+        };
+        match e.side(limit) {
+            Side::Straddles => Evidence::Undecided(format!(
+                "{measured}, which includes the limit {}",
+                limit_text(e, limit)
+            )),
+            _ => Evidence::Decides(measured),
+        }
+    }
+
+    /// Enough when `n` reaches `min`: for rules whose evidence is a volume rather than an
+    /// interval (PD207: a log buffer's worth of redo written).
+    pub fn at_least(n: u64, min: u64, what: &str) -> Evidence {
+        if n < min {
+            Evidence::Undecided(format!("only {n} {what} ({min} needed to judge)"))
+        } else {
+            Evidence::Decides(format!("{n} {what}"))
+        }
+    }
+}
+
+fn limit_text(e: &Estimate, limit: f64) -> String {
+    match e.kind {
+        crate::stats::Kind::Share { .. } => crate::os::pct(limit),
+        crate::stats::Kind::Rate { .. } => format!("{limit}/s"),
+    }
+}
+
 /// Status counters over one [`Basis`].
 #[derive(Debug, Clone)]
 pub struct Counts<'a> {
     db: &'a MariadbFacts,
     start: Option<&'a BTreeMap<String, String>>,
     basis: Basis,
-    /// Why the window was not used, when the basis is since start-up.
+    /// What the rule measured here, and why shorter windows did not decide.
     note: Option<String>,
 }
 
@@ -135,26 +231,34 @@ impl Counts<'_> {
     /// The basis in words, for evidence: "over doctor's 5.0 s sample window", "since start-up
     /// (server up 3 d 4 h; …)".
     pub fn describe(&self) -> String {
-        match self.basis {
+        let mut s = match self.basis {
             Basis::Window { seconds, source } => describe_window(seconds, source),
-            Basis::SinceStartup { uptime } => {
-                let mut s = format!(
-                    "counters since start-up (server up {})",
-                    format_secs(uptime)
-                );
-                if let Some(n) = &self.note {
-                    s.push_str(&format!(", because {n}"));
-                }
-                s
-            }
+            Basis::SinceStartup { uptime } => format!(
+                "counters since start-up (server up {})",
+                format_secs(uptime)
+            ),
+        };
+        if let Some(n) = &self.note {
+            s.push_str(&format!(" ({n})"));
         }
+        s
+    }
+
+    /// Marks `v` as judged over this basis, so the report names the window in its summary
+    /// and caps a verdict on counters since start-up at a warning.
+    pub fn stamp(&self, mut v: Verdict) -> Verdict {
+        v.basis = Some(self.basis);
+        v
     }
 }
 
 fn describe_window(seconds: f64, source: WindowSource) -> String {
     match source {
         WindowSource::Doctor => format!("over doctor's {seconds:.1} s sample window"),
-        WindowSource::Agent => format!("over the agent's {seconds:.0} s status window"),
+        WindowSource::Agent => format!(
+            "over the agent's last {} of status reads",
+            format_span(seconds)
+        ),
     }
 }
 
@@ -162,8 +266,17 @@ fn describe_window(seconds: f64, source: WindowSource) -> String {
 const MIN_WINDOW_SECONDS: f64 = 0.05;
 
 impl MariadbFacts {
-    /// The counters over the sample window, or why there is none.
+    /// The counters over the shortest window, or why there is none.
     pub fn window_counts(&self) -> Result<Counts<'_>, String> {
+        self.windows()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| "no window".to_owned())
+    }
+
+    /// The counters over every window ending at [`MariadbFacts::status`], shortest first, or
+    /// why there is none. A window across a restart is left out.
+    pub fn windows(&self) -> Result<Vec<Counts<'_>>, String> {
         let w = match &self.status_window {
             crate::Gathered::Available(w) => w,
             crate::Gathered::Unavailable(why) => return Err(why.clone()),
@@ -175,22 +288,39 @@ impl MariadbFacts {
             m.get(StatusVar::Uptime.name())
                 .and_then(|u| crate::parse_u64(u))
         };
-        if let (Some(a), Some(b)) = (uptime(&w.start), uptime(&self.status))
-            && b < a
-        {
-            return Err(format!(
-                "the server restarted during the window (uptime {a} s → {b} s)"
-            ));
+        let end_uptime = uptime(&self.status);
+        let mut out = Vec::new();
+        let mut restarted = None;
+        let starts = std::iter::once((w.seconds, &w.start))
+            .chain(w.longer.iter().map(|l| (l.seconds, &l.start)));
+        let mut last = 0.0;
+        for (seconds, start) in starts {
+            if !(seconds.is_finite() && seconds >= MIN_WINDOW_SECONDS && seconds > last) {
+                continue;
+            }
+            last = seconds;
+            if let (Some(a), Some(b)) = (uptime(start), end_uptime)
+                && b < a
+            {
+                restarted.get_or_insert(format!(
+                    "the server restarted during the window (uptime {a} s → {b} s)"
+                ));
+                continue;
+            }
+            out.push(Counts {
+                db: self,
+                start: Some(start),
+                basis: Basis::Window {
+                    seconds,
+                    source: w.source,
+                },
+                note: None,
+            });
         }
-        Ok(Counts {
-            db: self,
-            start: Some(&w.start),
-            basis: Basis::Window {
-                seconds: w.seconds,
-                source: w.source,
-            },
-            note: None,
-        })
+        if out.is_empty() {
+            return Err(restarted.unwrap_or_else(|| "no window".into()));
+        }
+        Ok(out)
     }
 
     /// The counters since start-up, or the verdict when the uptime is unknown.
@@ -203,37 +333,62 @@ impl MariadbFacts {
             note: None,
         })
     }
+}
 
-    /// The counts a rate or share rule judges (see the module documentation): the window when
-    /// `shortfall` finds nothing missing in it, else the counters since start-up of a server up
-    /// at least `min_uptime` seconds, else `insufficient_data`. `shortfall` returns what the
-    /// counts lack, e.g. `Some("only 3 temporary tables were created (20 needed)")`, or
-    /// `None` when they are enough.
-    pub fn judged_counts(
+impl Snapshot {
+    /// The counts a rate or share rule judges (see the module documentation): the shortest
+    /// window whose [`Evidence`] decides; for doctor, the counters since start-up of a server
+    /// up at least `min_uptime` seconds when its window cannot; else `insufficient_data`
+    /// naming what was measured.
+    pub fn judge(
         &self,
         min_uptime: u64,
-        shortfall: impl Fn(&Counts<'_>) -> Result<Option<String>, Verdict>,
+        measure: impl Fn(&Counts<'_>) -> Result<Evidence, Verdict>,
     ) -> Result<Counts<'_>, Verdict> {
+        let db = self.db()?;
+        let agent = self.origin == Some(crate::Origin::Agent)
+            || matches!(&db.status_window, crate::Gathered::Available(w) if w.source == WindowSource::Agent);
         let mut why = Vec::new();
-        let mut agent = false;
-        match self.window_counts() {
-            Ok(w) => {
-                agent = matches!(
-                    w.basis,
-                    Basis::Window {
-                        source: WindowSource::Agent,
-                        ..
+        let mut longest = None;
+        match db.windows() {
+            Ok(windows) => {
+                let mut undecided = None;
+                for mut w in windows {
+                    match measure(&w)? {
+                        Evidence::Decides(text) => {
+                            w.note = Some(match undecided {
+                                None => text,
+                                Some(_) => format!("{text}; shorter windows could not decide"),
+                            });
+                            return Ok(w);
+                        }
+                        Evidence::Undecided(text) => {
+                            longest = Some(w.basis.short());
+                            undecided = Some(format!("{}, {text}", w.describe()));
+                        }
                     }
-                );
-                match shortfall(&w)? {
-                    None => return Ok(w),
-                    Some(short) => why.push(format!("{}, {short}", w.describe())),
                 }
+                why.extend(undecided);
             }
-            Err(reason) => why.push(format!("no sample window ({reason})")),
+            Err(reason) => why.push(format!("no status window ({reason})")),
         }
-        let uptime = self.status_u64(StatusVar::Uptime)?;
-        let mut startup = self.startup_counts()?;
+        if let crate::Gathered::Available(w) = &db.status_window
+            && let Some(h) = &w.history
+        {
+            why.push(h.clone());
+        }
+        if agent {
+            let head = match longest {
+                Some(l) => format!("too little activity {l} to decide: "),
+                None => String::new(),
+            };
+            return Err(Verdict::insufficient(format!(
+                "{head}{}; the agent judges again at its next sample and never judges counters since start-up",
+                why.join("; ")
+            )));
+        }
+        let uptime = db.status_u64(StatusVar::Uptime)?;
+        let mut startup = db.startup_counts()?;
         if uptime < min_uptime {
             why.push(format!(
                 "the server has been up only {} (counters since start-up are judged after {})",
@@ -241,26 +396,22 @@ impl MariadbFacts {
                 format_secs(min_uptime)
             ));
         } else {
-            match shortfall(&startup)? {
-                None => {
-                    startup.note = Some(why.join("; "));
+            match measure(&startup)? {
+                Evidence::Decides(text) => {
+                    startup.note = Some(format!(
+                        "{text}; doctor's window could not decide: {}",
+                        why.join("; ")
+                    ));
                     return Ok(startup);
                 }
-                Some(short) => why.push(format!("since start-up {short}")),
+                Evidence::Undecided(text) => why.push(format!("since start-up {text}")),
             }
         }
-        let hint = if agent {
-            "the agent judges again at its next sample; a quiet server needs a longer [sample] status_window"
-        } else {
-            "run doctor with a longer --sample-window (e.g. 60s) while the server is busy"
-        };
-        Err(Verdict::insufficient(format!("{}; {hint}", why.join("; "))))
+        Err(Verdict::insufficient(format!(
+            "{}; run doctor with a longer --sample-window (e.g. 60s) while the server is busy",
+            why.join("; ")
+        )))
     }
-}
-
-/// `Some("only N things (M needed)")` when `n < min`: the usual shortfall.
-pub(crate) fn at_least(n: u64, min: u64, what: &str) -> Option<String> {
-    (n < min).then(|| format!("only {n} {what} ({min} needed to judge)"))
 }
 
 #[cfg(test)]
@@ -318,23 +469,36 @@ mod tests {
         assert!(facts(&s).window_counts().unwrap_err().contains("restarted"));
     }
 
+    /// Enough when at least 20 temporary tables were created: a stand-in measure.
+    fn need(c: &Counts<'_>) -> Result<Evidence, Verdict> {
+        Ok(Evidence::at_least(
+            c.get(StatusVar::CreatedTmpTables)?,
+            20,
+            "temporary tables",
+        ))
+    }
+
+    fn quiet(uptime: &str) -> SnapshotBuilder {
+        SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .status(StatusVar::Uptime, uptime)
+            .status(StatusVar::CreatedTmpTables, "5000")
+            .window(1.0, &[(StatusVar::CreatedTmpTables, "4998")])
+    }
+
     #[test]
-    fn the_basis_falls_back_to_start_up_only_on_a_server_up_long_enough() {
-        let need = |c: &Counts<'_>| Ok(at_least(c.get(StatusVar::CreatedTmpTables)?, 20, "x"));
-        let quiet = |uptime: &str| {
-            SnapshotBuilder::new()
-                .mariadb("11.8.6-MariaDB")
-                .status(StatusVar::Uptime, uptime)
-                .status(StatusVar::CreatedTmpTables, "5000")
-                .window(1.0, &[(StatusVar::CreatedTmpTables, "4998")])
-                .build()
-        };
-        let s = quiet("100000");
-        let c = facts(&s).judged_counts(86_400, need).unwrap();
+    fn doctor_falls_back_to_start_up_only_on_a_server_up_long_enough() {
+        let s = quiet("100000").build();
+        let c = s.judge(86_400, need).unwrap();
         assert!(!c.is_window());
-        assert!(c.describe().contains("only 2 x"), "{}", c.describe());
-        let s = quiet("600");
-        let v = facts(&s).judged_counts(86_400, need).unwrap_err();
+        assert!(
+            c.describe().contains("only 2 temporary tables")
+                && c.describe().contains("doctor's window could not decide"),
+            "{}",
+            c.describe()
+        );
+        let s = quiet("600").build();
+        let v = s.judge(86_400, need).unwrap_err();
         assert_eq!(v.status, Status::InsufficientData);
         assert!(
             v.summary.contains("up only 10 min") && v.summary.contains("--sample-window"),
@@ -346,7 +510,119 @@ mod tests {
             .mariadb("11.8.6-MariaDB")
             .status(StatusVar::Uptime, "600")
             .build();
-        let v = facts(&s).judged_counts(86_400, need).unwrap_err();
-        assert!(v.summary.contains("no sample window"), "{}", v.summary);
+        let v = s.judge(86_400, need).unwrap_err();
+        assert!(v.summary.contains("no status window"), "{}", v.summary);
+    }
+
+    #[test]
+    fn the_agent_never_judges_counters_since_start_up() {
+        // Up for years, 5,000 temporary tables since start-up, 2 in the last minute.
+        let s = quiet("100000000").by_agent().build();
+        let v = s.judge(0, need).unwrap_err();
+        assert_eq!(v.status, Status::InsufficientData);
+        assert!(
+            v.summary.contains("too little activity over the last 1 s")
+                && v.summary.contains("never judges counters since start-up"),
+            "{}",
+            v.summary
+        );
+        // Also without any window (its first sample).
+        let mut s = quiet("100000000").by_agent().build();
+        s.mariadb.facts.as_mut().unwrap().status_window =
+            crate::Gathered::Unavailable("the agent's first sample".into());
+        let v = s.judge(0, need).unwrap_err();
+        assert!(
+            v.summary.contains("first sample") && !v.summary.contains("--sample-window"),
+            "{}",
+            v.summary
+        );
+    }
+
+    #[test]
+    fn the_shortest_window_that_decides_is_judged() {
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .status(StatusVar::Uptime, "100000")
+            .status(StatusVar::CreatedTmpTables, "5000")
+            .window(60.0, &[(StatusVar::CreatedTmpTables, "4995")])
+            .longer_window(120.0, &[(StatusVar::CreatedTmpTables, "4990")])
+            .longer_window(600.0, &[(StatusVar::CreatedTmpTables, "4900")])
+            .longer_window(3600.0, &[(StatusVar::CreatedTmpTables, "4000")])
+            .by_agent()
+            .build();
+        let c = s.judge(0, need).unwrap();
+        assert_eq!(c.seconds(), 600.0);
+        assert_eq!(c.get(StatusVar::CreatedTmpTables), Ok(100));
+        assert!(
+            c.describe().contains("last 10 min")
+                && c.describe().contains("shorter windows could not decide"),
+            "{}",
+            c.describe()
+        );
+    }
+
+    #[test]
+    fn a_window_across_a_restart_is_left_out() {
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .status(StatusVar::Uptime, "100")
+            .status(StatusVar::CreatedTmpTables, "50")
+            .window(60.0, &[(StatusVar::Uptime, "40"), (StatusVar::CreatedTmpTables, "45")])
+            .longer_window(
+                600.0,
+                &[(StatusVar::Uptime, "9000"), (StatusVar::CreatedTmpTables, "9000")],
+            )
+            .by_agent()
+            .build();
+        let w = facts(&s).windows().unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].seconds(), 60.0);
+        let v = s.judge(0, need).unwrap_err();
+        assert!(v.summary.contains("only 5 temporary tables"), "{}", v.summary);
+    }
+
+    #[test]
+    fn the_report_caps_start_up_verdicts_and_names_the_window() {
+        use crate::Severity;
+        // PD208 on a doctor snapshot whose 1 s window saw nothing: judged since start-up.
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .var(crate::Var::TmpTableSize, "16777216")
+            .var(crate::Var::MaxHeapTableSize, "16777216")
+            .status(StatusVar::Uptime, "100000")
+            .status(StatusVar::CreatedTmpTables, "5000")
+            .status(StatusVar::CreatedTmpDiskTables, "4000")
+            .window(1.0, &[])
+            .build();
+        let report = crate::evaluate(&s);
+        let c = report.checks.iter().find(|c| c.code == "PD208").unwrap();
+        assert_eq!(c.status, Status::Fail, "{c:?}");
+        assert!(c.severity <= Severity::Warning);
+        assert!(
+            c.summary.contains("since start-up") && c.summary.contains("not necessarily now"),
+            "{}",
+            c.summary
+        );
+        // The same over a deciding window: the summary names it.
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .var(crate::Var::TmpTableSize, "16777216")
+            .var(crate::Var::MaxHeapTableSize, "16777216")
+            .status(StatusVar::Uptime, "100000")
+            .status(StatusVar::CreatedTmpTables, "5000")
+            .status(StatusVar::CreatedTmpDiskTables, "4000")
+            .window(
+                120.0,
+                &[
+                    (StatusVar::CreatedTmpTables, "4900"),
+                    (StatusVar::CreatedTmpDiskTables, "3920"),
+                ],
+            )
+            .by_agent()
+            .build();
+        let report = crate::evaluate(&s);
+        let c = report.checks.iter().find(|c| c.code == "PD208").unwrap();
+        assert_eq!(c.status, Status::Fail, "{c:?}");
+        assert!(c.summary.ends_with("(over the last 2 min)"), "{}", c.summary);
     }
 }

@@ -20,13 +20,14 @@ pub mod rules;
 mod settings;
 mod snapshot;
 mod statements;
+pub mod stats;
 pub mod testing;
 mod threshold;
 mod value;
 mod var;
 mod version;
 
-pub use counters::{Basis, Counts, StatusWindow, WindowSource};
+pub use counters::{Basis, Counts, Evidence, StatusWindow, WindowSource, WindowStart};
 pub use diff::{
     Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
 };

@@ -76,18 +76,39 @@ pub fn evaluate_with(snapshot: &Snapshot, settings: &Settings) -> Report {
     Report { checks }
 }
 
+/// A verdict judged over status counters names its window in the summary of a fail; one judged
+/// over the counters since start-up (doctor only, when its window could not decide) says so
+/// and is at most a warning: it describes the server's history, not its present.
+fn with_basis(severity: Severity, v: &crate::Verdict) -> (Severity, String) {
+    match (v.basis, v.status) {
+        (Some(b @ crate::Basis::SinceStartup { .. }), Status::Fail | Status::Pass) => (
+            severity.min(Severity::Warning),
+            format!(
+                "{} — judged {}, because doctor's window could not decide (history, not necessarily now)",
+                v.summary,
+                b.short()
+            ),
+        ),
+        (Some(b @ crate::Basis::Window { .. }), Status::Fail) => {
+            (severity, format!("{} ({})", v.summary, b.short()))
+        }
+        _ => (severity, v.summary.clone()),
+    }
+}
+
 fn check_one(rule: &dyn Rule, snapshot: &Snapshot, settings: &Settings) -> Check {
     let meta = rule.meta();
     let verdict = rule
         .check(snapshot, &settings.limits(meta.code))
         .unwrap_or_else(|early| early);
+    let (severity, summary) = with_basis(meta.severity, &verdict);
     Check {
         code: meta.code.to_owned(),
         name: meta.name.to_owned(),
         status: verdict.status,
-        severity: meta.severity,
+        severity,
         scope: meta.scope,
-        summary: verdict.summary,
+        summary,
         evidence: verdict.evidence,
         thresholds: settings.changed(meta.code),
         remediation: verdict

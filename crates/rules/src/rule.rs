@@ -402,6 +402,11 @@ pub struct Verdict {
     pub evidence: Vec<String>,
     /// A remediation specific to this snapshot (exact values); `None` uses the rule's general one.
     pub remediation: Option<String>,
+    /// The status counters the verdict was judged over ([`crate::Counts::stamp`]): the report
+    /// names the window in a fail's summary, and caps a verdict on counters since start-up at
+    /// a warning.
+    #[serde(skip)]
+    pub basis: Option<crate::Basis>,
 }
 
 impl Verdict {
@@ -411,6 +416,7 @@ impl Verdict {
             summary: summary.into(),
             evidence: Vec::new(),
             remediation: None,
+            basis: None,
         }
     }
     pub fn pass(summary: impl Into<String>) -> Verdict {

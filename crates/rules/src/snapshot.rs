@@ -16,6 +16,16 @@ use crate::{
 /// versions and migrate older ones.
 pub const SCHEMA_VERSION: u32 = 3;
 
+/// Which powerdiag command took a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// `powerdiag doctor` or `powerdiag collect`.
+    Doctor,
+    /// `powerdiag agent`.
+    Agent,
+}
+
 /// One sample of the facts about a host and its MariaDB server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
@@ -24,6 +34,10 @@ pub struct Snapshot {
     pub powerdiag_version: String,
     /// When collection started, RFC 3339 UTC (filled by the collector: rules read no clock).
     pub taken_at: Option<String>,
+    /// Who took it: the agent judges only recent windows, doctor may fall back to counters
+    /// since start-up (`counters`). Absent in snapshots from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     pub host: Gathered<HostFacts>,
     /// CPU, topology, pages, the mariadbd process, partition, counters.
     #[serde(default = "os_not_collected")]
@@ -41,6 +55,7 @@ impl Snapshot {
             schema_version: SCHEMA_VERSION,
             powerdiag_version: powerdiag_version.into(),
             taken_at: None,
+            origin: None,
             host: Gathered::Unavailable("host collector did not run".into()),
             os: os_not_collected(),
             mariadb: MariadbSection::default(),

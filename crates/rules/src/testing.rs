@@ -165,7 +165,38 @@ impl SnapshotBuilder {
             seconds,
             source: crate::WindowSource::Doctor,
             start: first,
+            longer: Vec::new(),
+            history: None,
         });
+        self
+    }
+
+    /// A longer window of the agent's, ending at the same read: `start` as in
+    /// [`SnapshotBuilder::window`] (which must come first).
+    pub fn longer_window(mut self, seconds: f64, start: &[(StatusVar, &str)]) -> SnapshotBuilder {
+        let f = self.facts();
+        let mut first = f.status.clone();
+        for (v, value) in start {
+            first.insert(v.name().to_owned(), (*value).to_owned());
+        }
+        if let Gathered::Available(w) = &mut f.status_window {
+            w.longer.push(crate::WindowStart {
+                seconds,
+                start: first,
+            });
+        }
+        self
+    }
+
+    /// Taken by the agent: its windows are the agent's, and it never judges counters since
+    /// start-up.
+    pub fn by_agent(mut self) -> SnapshotBuilder {
+        self.snapshot.origin = Some(crate::Origin::Agent);
+        if let Some(f) = self.snapshot.mariadb.facts.as_mut()
+            && let Gathered::Available(w) = &mut f.status_window
+        {
+            w.source = crate::WindowSource::Agent;
+        }
         self
     }
 

@@ -73,6 +73,10 @@ pub async fn collect(
 ) -> (Snapshot, CollectStats) {
     let mut snap = Snapshot::new(env!("CARGO_PKG_VERSION"));
     snap.taken_at = opts.taken_at.clone();
+    snap.origin = Some(match opts.mariadb.status_window {
+        mariadb::StatusWindowMode::Agent(_) => powerdiag_rules::Origin::Agent,
+        _ => powerdiag_rules::Origin::Doctor,
+    });
     let budget = opts.mariadb.timeout.max(OS_MIN_BUDGET);
     let selection = &opts.collectors;
 

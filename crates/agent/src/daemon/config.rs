@@ -55,10 +55,14 @@ pub struct SampleConfig {
     /// sample.
     #[serde(with = "humantime_serde")]
     pub variables_refresh: Duration,
-    /// The status counters are judged over the difference from the read about this long ago
-    /// (at least the previous sample's): the rules' window.
+    /// The shortest window the rules judge status counters over: the difference from the
+    /// oldest read at most this old (at least the previous sample's).
     #[serde(with = "humantime_serde")]
     pub status_window: Duration,
+    /// The longest: status reads are kept this long, and a rule whose shorter windows hold
+    /// too little evidence judges up to this far back — never the counters since start-up.
+    #[serde(with = "humantime_serde")]
+    pub max_status_window: Duration,
     /// How long the InnoDB data and index size (PD205) is reused. 30 minutes by default: it is
     /// a sum over every table's persistent statistics, whose cost grows with the tables (~2.7
     /// ms of server CPU at 10,000), and InnoDB itself rewrites those rows only when a table's
@@ -81,6 +85,7 @@ impl Default for SampleConfig {
             vector_index_refresh: Duration::from_secs(600),
             variables_refresh: Duration::from_secs(600),
             status_window: Duration::from_secs(60),
+            max_status_window: Duration::from_secs(3600),
             innodb_refresh: Duration::from_secs(1800),
             transactions_refresh: Duration::from_secs(600),
         }
@@ -213,6 +218,7 @@ impl Config {
             ("sample.vector_index_refresh", c.sample.vector_index_refresh),
             ("sample.variables_refresh", c.sample.variables_refresh),
             ("sample.status_window", c.sample.status_window),
+            ("sample.max_status_window", c.sample.max_status_window),
             ("sample.innodb_refresh", c.sample.innodb_refresh),
             ("sample.transactions_refresh", c.sample.transactions_refresh),
             ("probe.interval", c.probe.interval),

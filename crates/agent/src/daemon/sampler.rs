@@ -62,7 +62,7 @@ impl Kept {
             vector_cache: crate::collect::VectorCache::new(cfg.sample.vector_index_refresh),
             reuse: crate::collect::Reuse::new(cfg.sample.variables_refresh),
             statements: crate::collect::StatementTracker::new(cfg.statements.interval),
-            status: StatusTracker::new(cfg.sample.status_window),
+            status: StatusTracker::new(cfg.sample.status_window, cfg.sample.max_status_window),
             innodb: InnodbCache::new(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh),
         }
     }
@@ -110,8 +110,10 @@ pub async fn run(
         if statements.interval != cfg.statements.interval {
             statements = statements.with_interval(cfg.statements.interval);
         }
-        if status.window != cfg.sample.status_window {
-            status = status.with_window(cfg.sample.status_window);
+        if (status.window, status.max_window)
+            != (cfg.sample.status_window, cfg.sample.max_status_window)
+        {
+            status = status.with_windows(cfg.sample.status_window, cfg.sample.max_status_window);
         }
         if (innodb.refresh, innodb.transactions_refresh)
             != (cfg.sample.innodb_refresh, cfg.sample.transactions_refresh)
@@ -236,6 +238,7 @@ fn overrun(opts: &CollectOptions, budget: Duration) -> Snapshot {
     );
     let mut s = Snapshot::new(env!("CARGO_PKG_VERSION"));
     s.taken_at = opts.taken_at.clone();
+    s.origin = Some(powerdiag_rules::Origin::Agent);
     s.host = Gathered::Unavailable(why.clone());
     s.os = Gathered::Unavailable(why.clone());
     s.mariadb.target = opts.candidates.first().map(Candidate::display);

@@ -1,6 +1,6 @@
 use crate::{
-    Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict, counters::MIN_UPTIME,
-    declare_rule, format_bytes, os::pct, value::my_cnf_size,
+    Basis, Counts, Evidence, Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
+    counters::MIN_UPTIME, declare_rule, format_bytes, format_secs, os::pct, value::my_cnf_size,
 };
 
 use super::fix::{restart_with, set_global};
@@ -12,14 +12,17 @@ declare_rule! {
     /// - the checkpoint age (`Innodb_checkpoint_age`, read at both ends of the sample window)
     ///   above {max_checkpoint_age} of its maximum (`Innodb_checkpoint_max_age`): InnoDB is
     ///   about to flush pages synchronously to free log space;
-    /// - more redo written per hour (`Innodb_lsn_current`'s growth, scaled to an hour) than the
-    ///   log holds: the log does not cover an hour of writes, the usual sizing rule.
+    /// - more redo written in the last hour (`Innodb_lsn_current`'s growth) than the log holds:
+    ///   the log does not cover an hour of writes, the usual sizing rule.
     ///
-    /// The redo rate is measured over a sample window of at least {min_window} s (Percona's
-    /// method samples a minute at peak; a one-second burst says little about an hour), or over
-    /// the counters since start-up of a server up at least {min_uptime} s, and the verdict says
-    /// so. A checkpoint age near its maximum fails whatever the window; with a checkpoint age
-    /// in bounds and no rate to judge, the verdict is `insufficient_data`. MySQLTuner's rule
+    /// The hour is measured, never extrapolated: a window shorter than an hour that already
+    /// wrote more redo than the log holds decides a fail (the hour around it wrote at least as
+    /// much); a pass needs a window of a whole hour (the agent's `[sample] max_status_window`,
+    /// an hour by default). A one-minute batch scaled ×60 is not an hourly write rate. Doctor's
+    /// short window rarely decides, so doctor falls back to the average hour since start-up of
+    /// a server up at least {min_uptime} s, and says so. A checkpoint age near its maximum
+    /// fails whatever the window; with a checkpoint age in bounds and no hour to judge, the
+    /// verdict is `insufficient_data`. MySQLTuner's rule
     /// (the log 25% of the buffer pool) is not used: the pool's size says nothing about the
     /// write rate.
     ///
@@ -32,9 +35,10 @@ declare_rule! {
     /// per change).
     ///
     /// ### Remediation
-    /// A larger log: MariaDB 10.9 and later resize it online, `SET GLOBAL
-    /// innodb_log_file_size = N;` (persist it as `innodb_log_file_size = N` under
-    /// `[mariadbd]`); earlier servers need the my.cnf line and a restart. The finding sizes N
+    /// A larger log: `innodb_log_file_size = N` under `[mariadbd]` and a restart. MariaDB 10.9
+    /// and later can also resize it online with `SET GLOBAL innodb_log_file_size = N;`, but
+    /// that resize could leave an unrecoverable log after a crash during it (MDEV-34750), so
+    /// the finding advises it only on releases with that fix. The finding sizes N
     /// from the measured redo rate (an hour of writes), at least twice the present size. The
     /// log is on disk, not in RAM: only recovery time after a crash grows with it.
     pub struct InnodbRedoLogUndersized {
@@ -43,8 +47,8 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the InnoDB redo log is too small for the write rate",
-        fails_when: "checkpoint age > 80% of its maximum, or more redo per hour (window ≥ 60 s) than `innodb_log_file_size` (PMM)",
-        thresholds: [MAX_CHECKPOINT_AGE, MIN_WINDOW, MIN_UPTIME],
+        fails_when: "checkpoint age > 80% of its maximum, or more redo written within the last hour than `innodb_log_file_size` holds",
+        thresholds: [MAX_CHECKPOINT_AGE, MIN_UPTIME],
     }
 }
 
@@ -56,14 +60,45 @@ const MAX_CHECKPOINT_AGE: Threshold = Threshold {
     unit: Unit::Ratio,
     doc: "Innodb_checkpoint_age / Innodb_checkpoint_max_age (PMM: 80%)",
 };
-const MIN_WINDOW: Threshold = Threshold {
-    key: "min_window",
-    default: 60.0,
-    min: 1.0,
-    max: 86_400.0,
-    unit: Unit::Count,
-    doc: "seconds of sample window needed to measure the redo written per hour (Percona samples 60 s)",
-};
+/// The sizing rule's hour.
+const HOUR: f64 = 3600.0;
+
+/// The redo written over `c` against an hour of log: a window up to an hour that wrote more
+/// than the log decides a fail; a pass needs a whole hour (2% slack for the reads' timing);
+/// the counters since start-up give their average hour.
+fn redo_hour(c: &Counts<'_>, log: u64) -> Result<(Evidence, f64), Verdict> {
+    let written = c.get(StatusVar::InnodbLsnCurrent)?;
+    let seconds = c.seconds().max(1e-3);
+    Ok(match c.basis() {
+        Basis::SinceStartup { .. } => {
+            let per_hour = written as f64 * HOUR / seconds.max(HOUR);
+            (
+                Evidence::Decides(format!(
+                    "{} of redo in an average hour",
+                    format_bytes(per_hour as u64)
+                )),
+                per_hour,
+            )
+        }
+        Basis::Window { .. } => {
+            let text = format!(
+                "{} of redo written in {}",
+                format_bytes(written),
+                format_secs(seconds.round() as u64)
+            );
+            if written > log || seconds >= HOUR * 0.98 {
+                (Evidence::Decides(text), written as f64)
+            } else {
+                (
+                    Evidence::Undecided(format!(
+                        "{text}, less than the log holds, and a pass needs a whole hour"
+                    )),
+                    written as f64,
+                )
+            }
+        }
+    })
+}
 
 impl Rule for InnodbRedoLogUndersized {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
@@ -98,34 +133,31 @@ impl Rule for InnodbRedoLogUndersized {
                 pct(limit_age)
             ));
         }
-        let min_window = limits.get(&MIN_WINDOW);
-        let rate = db
-            .judged_counts(limits.count(&MIN_UPTIME), |c| {
-                // `--sample-window 60s` measures a hair less between the reads' midpoints.
-                Ok((c.is_window() && c.seconds() < min_window * 0.98).then(|| {
-                    format!("shorter than the {min_window:.0} s needed to measure a redo rate")
-                }))
-            })
-            .and_then(|c| Ok((c.per_second(StatusVar::InnodbLsnCurrent)? * 3600.0, c)));
-        let per_hour = match rate {
+        let judged = s
+            .judge(limits.count(&MIN_UPTIME), |c| Ok(redo_hour(c, log)?.0))
+            .and_then(|c| Ok((redo_hour(&c, log)?.1, c)));
+        let mut basis = None;
+        let per_hour = match judged {
             Ok((per_hour, c)) => {
-                evidence.push(format!(
-                    "redo written: {} per hour, {}",
-                    format_bytes(per_hour as u64),
-                    c.describe()
-                ));
+                evidence.push(format!("redo: {}", c.describe()));
                 if per_hour > log as f64 {
                     problems.push(format!(
-                        "{} of redo per hour is more than the log holds ({})",
+                        "{} of redo {} is more than the log holds ({})",
                         format_bytes(per_hour as u64),
+                        if c.is_window() {
+                            "within the last hour"
+                        } else {
+                            "in an average hour since start-up"
+                        },
                         format_bytes(log)
                     ));
                 }
+                basis = Some(c.basis());
                 Some(per_hour)
             }
             Err(v) if problems.is_empty() => {
                 let mut v = Verdict::insufficient(format!(
-                    "the checkpoint age is in bounds ({} of its maximum), but the redo rate could not be judged: {}",
+                    "the checkpoint age is in bounds ({} of its maximum), but the last hour's redo could not be judged: {}",
                     pct(age_share),
                     v.summary
                 ));
@@ -133,7 +165,7 @@ impl Rule for InnodbRedoLogUndersized {
                 return Err(v);
             }
             Err(v) => {
-                evidence.push(format!("redo rate not judged: {}", v.summary));
+                evidence.push(format!("the last hour's redo not judged: {}", v.summary));
                 None
             }
         };
@@ -152,8 +184,25 @@ impl Rule for InnodbRedoLogUndersized {
             .with_remediation(remedy(db, log, per_hour))
         };
         v.evidence = evidence;
+        v.basis = basis;
         Ok(v)
     }
+}
+
+/// The first release of each series with MDEV-34750's fix (commit 984606d747 on 10.11, in
+/// 10.11.10 of November 2024, merged up into 11.2.6 and 11.4.4). Series not listed (11.0,
+/// 11.1, 11.3, 11.5–11.7) get the restart advice: their fixed releases are not verified.
+const MDEV_34750_FIXED: &[(u32, u32, u32)] = &[(10, 11, 10), (11, 2, 6), (11, 4, 4)];
+/// Every series from this one on has the fix from its first release.
+const MDEV_34750_FIXED_FROM: (u32, u32, u32) = (11, 8, 0);
+
+/// Whether `SET GLOBAL innodb_log_file_size` is safe: online resizing arrived in 10.9, and
+/// a crash during it could leave a log that recovery refuses until MDEV-34750's fix.
+fn online_resize_is_safe(v: &crate::ServerVersion) -> bool {
+    MDEV_34750_FIXED
+        .iter()
+        .any(|&(major, minor, patch)| v.major == major && v.minor == minor && v.at_least(major, minor, patch))
+        || v.at_least(MDEV_34750_FIXED_FROM.0, MDEV_34750_FIXED_FROM.1, MDEV_34750_FIXED_FROM.2)
 }
 
 fn remedy(db: &crate::MariadbFacts, log: u64, per_hour: Option<f64>) -> String {
@@ -171,9 +220,9 @@ fn remedy(db: &crate::MariadbFacts, log: u64, per_hour: Option<f64>) -> String {
     } else {
         "twice the present size"
     };
-    if db.version.at_least(10, 9, 0) {
+    if online_resize_is_safe(&db.version) {
         format!(
-            "{}\n{} is {basis}; MariaDB resizes the log online.",
+            "{}\n{} is {basis}; this release resizes the log online, crash-safely (MDEV-34750 is fixed in it).",
             set_global(&items),
             format_bytes(target)
         )
@@ -235,12 +284,37 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_quiet_minute_passes_and_a_short_window_is_insufficient() {
-        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "999990000"));
+    fn a_quiet_hour_passes_and_a_shorter_window_is_insufficient() {
+        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 3600.0, "999990000"));
         assert_eq!(v.status, Status::Pass, "{v:?}");
-        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 5.0, "999990000"));
+        // A quiet minute is not an hour: it cannot show that the hour fits.
+        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "999990000"));
         assert_eq!(v.status, Status::InsufficientData, "{v:?}");
-        assert!(v.summary.contains("60 s needed"), "{v:?}");
+        assert!(v.summary.contains("a pass needs a whole hour"), "{v:?}");
+    }
+
+    #[test]
+    fn a_one_minute_batch_is_not_scaled_to_an_hour() {
+        // 50 MiB in one minute (3 GiB an hour if scaled) against a 96 MiB log: the hour
+        // around it may well fit, so no fail — and no pass either.
+        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "947571200"));
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        // 100 MiB in that minute: the hour holds at least that much, more than the log.
+        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "895142400"));
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(v.summary.contains("within the last hour"), "{v:?}");
+    }
+
+    #[test]
+    fn online_resizing_is_advised_only_with_mdev_34750_fixed() {
+        let safe = |v: &str| {
+            online_resize_is_safe(&crate::ServerVersion::parse(v, "mariadb.org binary distribution").unwrap())
+        };
+        assert!(!safe("10.11.9-MariaDB") && safe("10.11.10-MariaDB"));
+        assert!(!safe("11.4.3-MariaDB") && safe("11.4.4-MariaDB"));
+        assert!(!safe("11.2.5-MariaDB") && safe("11.2.6-MariaDB"));
+        assert!(safe("11.8.1-MariaDB") && safe("12.0.2-MariaDB"));
+        assert!(!safe("11.7.2-MariaDB") && !safe("10.6.20-MariaDB"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use crate::{
-    Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict, counters::MIN_UPTIME,
-    declare_rule, format_bytes, value::my_cnf_size,
+    Evidence, Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
+    counters::MIN_UPTIME, declare_rule, format_bytes, value::my_cnf_size,
 };
 
 use super::fix::restart_with;
@@ -9,11 +9,12 @@ declare_rule! {
     /// ### What it does
     /// Counts `Innodb_log_waits`: the times a transaction had to wait because the redo log
     /// buffer (`innodb_log_buffer_size`) was full and had to be written out first. Fails when
-    /// more than {max_waits} waits happened over the sample window, judged only on a window
-    /// that wrote at least one log buffer's worth of redo (`Innodb_lsn_current`'s growth):
-    /// before that no wait could happen, and "none" would mean nothing. Without such a window,
-    /// the counters since start-up of a server up at least {min_uptime} s are judged, and the
-    /// verdict says so. MySQLTuner flags any wait since start-up; the mysqld mixin alerts above
+    /// more than {max_waits} waits happened over the shortest recent window that decides: one
+    /// that saw more waits than that, or wrote at least one log buffer's worth of redo
+    /// (`Innodb_lsn_current`'s growth) without them — before that no wait could happen, and
+    /// "none" would mean nothing. The agent looks back at most `[sample] max_status_window`;
+    /// doctor alone falls back to the counters since start-up of a server up at least
+    /// {min_uptime} s, and says so. A wait months ago is history, not a fail now. MySQLTuner flags any wait since start-up; the mysqld mixin alerts above
     /// 10 waits per second.
     ///
     /// ### Why is this bad?
@@ -50,15 +51,24 @@ impl Rule for InnodbLogWaits {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let buffer = db.var_u64(Var::InnodbLogBufferSize)?;
-        let c = db.judged_counts(limits.count(&MIN_UPTIME), |c| {
+        let max_waits = limits.count(&MAX_WAITS);
+        // A window decides once it saw more waits than the limit, or a log buffer's worth of
+        // redo without them (less redo cannot have filled the buffer).
+        let c = s.judge(limits.count(&MIN_UPTIME), |c| {
             let written = c.get(StatusVar::InnodbLsnCurrent)?;
-            Ok((written < buffer).then(|| {
-                format!(
-                    "only {} of redo was written, less than one log buffer ({})",
-                    format_bytes(written),
+            let waits = c.get(StatusVar::InnodbLogWaits)?;
+            let text = format!(
+                "{waits} log waits while {} of redo was written",
+                format_bytes(written)
+            );
+            Ok(if waits > max_waits || written >= buffer {
+                Evidence::Decides(text)
+            } else {
+                Evidence::Undecided(format!(
+                    "{text}, less than one log buffer ({})",
                     format_bytes(buffer)
-                )
-            }))
+                ))
+            })
         })?;
         let waits = c.get(StatusVar::InnodbLogWaits)?;
         let written = c.get(StatusVar::InnodbLsnCurrent)?;
@@ -68,7 +78,7 @@ impl Rule for InnodbLogWaits {
             c.describe(),
             format_bytes(buffer)
         );
-        Ok(if waits > limits.count(&MAX_WAITS) {
+        Ok(c.stamp(if waits > max_waits {
             let target = buffer.saturating_mul(2).max(64 << 20);
             Verdict::fail(format!(
                 "{waits} waits for the log buffer ({}, {:.2} per second)",
@@ -86,7 +96,7 @@ impl Rule for InnodbLogWaits {
                 format_bytes(buffer)
             ))
         }
-        .with_evidence(evidence))
+        .with_evidence(evidence)))
     }
 }
 

@@ -1,6 +1,7 @@
 use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
-    counters::{MIN_UPTIME, at_least},
+    counters::{Evidence, MIN_UPTIME},
+    stats::Estimate,
     declare_rule, format_bytes,
     os::pct,
     value::my_cnf_size,
@@ -11,9 +12,10 @@ use super::{fix::set_global, memory::memory_model, memory::MAX_WORST_CASE};
 declare_rule! {
     /// ### What it does
     /// Measures the share of internal temporary tables written to disk:
-    /// `Created_tmp_disk_tables` / `Created_tmp_tables`, over the sample window when it created
-    /// at least {min_tmp_tables} temporary tables, else since start-up on a server up at least
-    /// {min_uptime} s (and the verdict says so). Fails above {max_disk_share} — MySQLTuner's
+    /// `Created_tmp_disk_tables` / `Created_tmp_tables`, judged over the shortest
+    /// recent window whose 95% interval lies on one side of the limit (the agent looks back up
+    /// to `[sample] max_status_window`; doctor alone falls back to the counters since start-up
+    /// of a server up at least {min_uptime} s, and says so). Fails above {max_disk_share} — MySQLTuner's
     /// limit; PMM's advisor warns at 1% and errors at 5%, which flags servers where a few
     /// reports with TEXT columns spill by design. PD704 names the statements.
     ///
@@ -39,7 +41,7 @@ declare_rule! {
         scope: Database,
         summary: "internal temporary tables spill to disk",
         fails_when: "> 25% of internal temporary tables go to disk over the window (MySQLTuner)",
-        thresholds: [MAX_DISK_SHARE, MIN_TMP_TABLES, MIN_UPTIME],
+        thresholds: [MAX_DISK_SHARE, MIN_UPTIME],
     }
 }
 
@@ -51,14 +53,6 @@ const MAX_DISK_SHARE: Threshold = Threshold {
     unit: Unit::Ratio,
     doc: "Created_tmp_disk_tables / Created_tmp_tables (MySQLTuner: 25%; PMM: 1% warning, 5% error)",
 };
-const MIN_TMP_TABLES: Threshold = Threshold {
-    key: "min_tmp_tables",
-    default: 20.0,
-    min: 1.0,
-    max: 1e12,
-    unit: Unit::Count,
-    doc: "fewest temporary tables created to judge the share",
-};
 
 /// Above this MySQLTuner stops recommending larger limits ("already large").
 const LARGE: u64 = 256 << 20;
@@ -66,44 +60,48 @@ const LARGE: u64 = 256 << 20;
 impl Rule for TmpTablesOnDisk {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
-        let min = limits.count(&MIN_TMP_TABLES);
-        let c = db.judged_counts(limits.count(&MIN_UPTIME), |c| {
-            Ok(at_least(
+        let max = limits.get(&MAX_DISK_SHARE);
+        let measure = |c: &crate::Counts<'_>| -> Result<Estimate, Verdict> {
+            Ok(Estimate::share(
+                c.get(StatusVar::CreatedTmpDiskTables)?,
                 c.get(StatusVar::CreatedTmpTables)?,
-                min,
-                "temporary tables were created",
+            ))
+        };
+        let c = s.judge(limits.count(&MIN_UPTIME), |c| {
+            Ok(Evidence::of(
+                &measure(c)?,
+                max,
+                "temporary tables went to disk",
             ))
         })?;
         let all = c.get(StatusVar::CreatedTmpTables)?;
         let disk = c.get(StatusVar::CreatedTmpDiskTables)?.min(all);
-        let share = disk as f64 / all.max(1) as f64;
-        let max = limits.get(&MAX_DISK_SHARE);
+        let share = measure(&c)?.value;
         let tmp = db.var_u64(Var::TmpTableSize)?;
         let heap = db.var_u64(Var::MaxHeapTableSize)?;
         let evidence = format!(
-            "{disk} of {all} temporary tables on disk ({}), {}; tmp_table_size {}, max_heap_table_size {}",
-            pct(share),
+            "{}; tmp_table_size {}, max_heap_table_size {}",
             c.describe(),
             format_bytes(tmp),
             format_bytes(heap)
         );
         if share <= max {
-            return Ok(Verdict::pass(format!(
+            return Ok(c.stamp(Verdict::pass(format!(
                 "{} of temporary tables go to disk (limit {})",
                 pct(share),
                 pct(max)
             ))
-            .with_evidence(evidence));
+            .with_evidence(evidence)));
         }
         let limit = tmp.min(heap);
-        Ok(Verdict::fail(format!(
+        Ok(c.stamp(Verdict::fail(format!(
             "{} of temporary tables go to disk ({disk} of {all}; limit {}): the in-memory limit is {}",
             pct(share),
             pct(max),
             format_bytes(limit)
         ))
         .with_evidence(evidence)
-        .with_remediation(remedy(s, limit)))
+        .with_remediation(remedy(s, limit))))
     }
 }
 

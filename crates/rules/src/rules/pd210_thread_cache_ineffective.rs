@@ -1,6 +1,7 @@
 use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
-    counters::{MIN_UPTIME, at_least},
+    counters::{Evidence, MIN_UPTIME},
+    stats::Estimate,
     declare_rule,
     os::pct,
 };
@@ -10,9 +11,10 @@ use super::fix::set_global;
 declare_rule! {
     /// ### What it does
     /// Measures how many new connections needed a new thread: `Threads_created` /
-    /// `Connections`, over the sample window when at least {min_connections} connections
-    /// arrived in it, else since start-up on a server up at least {min_uptime} s (and the
-    /// verdict says so). Fails above {max_created_share} (MySQLTuner: a thread cache hit rate
+    /// `Connections`, judged over the shortest
+    /// recent window whose 95% interval lies on one side of the limit (the agent looks back up
+    /// to `[sample] max_status_window`; doctor alone falls back to the counters since start-up
+    /// of a server up at least {min_uptime} s, and says so). Fails above {max_created_share} (MySQLTuner: a thread cache hit rate
     /// of 50% or less). With `thread_cache_size = 0` every connection creates a thread, so the
     /// share is 100%; MySQLTuner flags that setting on its own, powerdiag only while
     /// connections arrive. Not applicable under `thread_handling = pool-of-threads`, where
@@ -37,7 +39,7 @@ declare_rule! {
         scope: Database,
         summary: "new connections create new threads instead of reusing cached ones",
         fails_when: "> 50% of new connections create a thread over the window (MySQLTuner); not under the thread pool",
-        thresholds: [MAX_CREATED_SHARE, MIN_CONNECTIONS, MIN_UPTIME],
+        thresholds: [MAX_CREATED_SHARE, MIN_UPTIME],
     }
 }
 
@@ -49,15 +51,6 @@ const MAX_CREATED_SHARE: Threshold = Threshold {
     unit: Unit::Ratio,
     doc: "Threads_created / Connections (MySQLTuner: a cache hit rate of 50% or less)",
 };
-const MIN_CONNECTIONS: Threshold = Threshold {
-    key: "min_connections",
-    default: 50.0,
-    min: 1.0,
-    max: 1e12,
-    unit: Unit::Count,
-    doc: "fewest connections that must arrive to judge the share",
-};
-
 impl Rule for ThreadCacheIneffective {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
@@ -69,34 +62,39 @@ impl Rule for ThreadCacheIneffective {
             ));
         }
         let cache = db.var_u64(Var::ThreadCacheSize)?;
-        let min = limits.count(&MIN_CONNECTIONS);
-        let c = db.judged_counts(limits.count(&MIN_UPTIME), |c| {
-            Ok(at_least(
+        let max = limits.get(&MAX_CREATED_SHARE);
+        let measure = |c: &crate::Counts<'_>| -> Result<Estimate, Verdict> {
+            Ok(Estimate::share(
+                c.get(StatusVar::ThreadsCreated)?,
                 c.get(StatusVar::Connections)?,
-                min,
-                "connections arrived",
+            ))
+        };
+        let c = s.judge(limits.count(&MIN_UPTIME), |c| {
+            Ok(Evidence::of(
+                &measure(c)?,
+                max,
+                "connections needed a new thread",
             ))
         })?;
         let connections = c.get(StatusVar::Connections)?;
         let created = c.get(StatusVar::ThreadsCreated)?.min(connections);
-        let share = created as f64 / connections.max(1) as f64;
-        let max = limits.get(&MAX_CREATED_SHARE);
+        let share = measure(&c)?.value;
         let evidence = format!(
             "{created} threads created for {connections} connections ({}), {}; thread_cache_size {cache}",
             pct(share),
             c.describe()
         );
         if share <= max {
-            return Ok(Verdict::pass(format!(
+            return Ok(c.stamp(Verdict::pass(format!(
                 "{} of connections needed a new thread (limit {})",
                 pct(share),
                 pct(max)
             ))
-            .with_evidence(evidence));
+            .with_evidence(evidence)));
         }
         let max_connections = db.var_u64(Var::MaxConnections).unwrap_or(151);
         let want = max_connections.min(256).max(cache.saturating_mul(2)).max(8);
-        Ok(Verdict::fail(format!(
+        Ok(c.stamp(Verdict::fail(format!(
             "{} of new connections created a thread ({created} of {connections}); thread_cache_size is {cache}",
             pct(share)
         ))
@@ -104,7 +102,7 @@ impl Rule for ThreadCacheIneffective {
         .with_remediation(format!(
             "{}\n(MariaDB's default is min(256, max_connections).) For very many short connections use a connection pool, or thread_handling = pool-of-threads (a restart).",
             set_global(&[("thread_cache_size", want.to_string(), want.to_string())])
-        )))
+        ))))
     }
 }
 

@@ -1,6 +1,7 @@
 use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
-    counters::{MIN_UPTIME, at_least},
+    counters::{Evidence, MIN_UPTIME},
+    stats::{Estimate, Side},
     declare_rule,
     os::pct,
 };
@@ -9,8 +10,10 @@ use super::fix::{restart_with, set_global};
 
 declare_rule! {
     /// ### What it does
-    /// Judges the table caches over the sample window (at least {min_lookups} table opens in
-    /// it; else since start-up on a server up at least {min_uptime} s, and the verdict says so):
+    /// Judges the table caches over the shortest recent window whose 95% interval of the miss
+    /// share lies on one side of the limit (the agent looks back up to `[sample]
+    /// max_status_window`; doctor alone falls back to the counters since start-up of a server
+    /// up at least {min_uptime} s, and says so):
     /// - `table_open_cache`: misses (`Table_open_cache_misses` / hits + misses) above
     ///   {max_miss_share};
     /// - `table_definition_cache`: full (`Open_table_definitions` at its size) while table
@@ -42,7 +45,7 @@ declare_rule! {
         scope: Database,
         summary: "tables are reopened because the table caches are too small",
         fails_when: "> 20% of table opens miss `table_open_cache`, or a full `table_definition_cache` re-reads definitions, or `Open_files` > 85% of `open_files_limit` *(heuristic)*",
-        thresholds: [MAX_MISS_SHARE, MAX_OPEN_FILES_SHARE, MIN_LOOKUPS, MIN_UPTIME],
+        thresholds: [MAX_MISS_SHARE, MAX_OPEN_FILES_SHARE, MIN_UPTIME],
     }
 }
 
@@ -62,15 +65,6 @@ const MAX_OPEN_FILES_SHARE: Threshold = Threshold {
     unit: Unit::Ratio,
     doc: "Open_files / open_files_limit (MySQLTuner: 85%)",
 };
-const MIN_LOOKUPS: Threshold = Threshold {
-    key: "min_lookups",
-    default: 200.0,
-    min: 1.0,
-    max: 1e12,
-    unit: Unit::Count,
-    doc: "fewest table opens (cache hits + misses) to judge the shares",
-};
-
 impl Rule for TableCacheMisses {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
@@ -93,25 +87,31 @@ impl Rule for TableCacheMisses {
                 pct(files_share)
             ));
         }
-        let min = limits.count(&MIN_LOOKUPS);
         let lookups = |c: &crate::Counts<'_>| -> Result<u64, Verdict> {
             Ok(c.get(StatusVar::TableOpenCacheHits)?
                 .saturating_add(c.get(StatusVar::TableOpenCacheMisses)?))
         };
-        let counts = db.judged_counts(limits.count(&MIN_UPTIME), |c| {
-            Ok(at_least(lookups(c)?, min, "table opens"))
+        let measure = |c: &crate::Counts<'_>| -> Result<Estimate, Verdict> {
+            Ok(Estimate::share(
+                c.get(StatusVar::TableOpenCacheMisses)?,
+                lookups(c)?,
+            ))
+        };
+        let counts = s.judge(limits.count(&MIN_UPTIME), |c| {
+            Ok(Evidence::of(
+                &measure(c)?,
+                max_miss,
+                "table opens missed table_open_cache",
+            ))
         });
+        let mut basis = None;
         match counts {
             Ok(c) => {
+                basis = Some(c.basis());
                 let opens = lookups(&c)?;
-                let misses = c.get(StatusVar::TableOpenCacheMisses)?;
-                let share = misses as f64 / opens.max(1) as f64;
+                let share = measure(&c)?.value;
                 let toc = db.var_u64(Var::TableOpenCache)?;
-                evidence.push(format!(
-                    "{misses} of {opens} table opens missed table_open_cache ({toc}): {}, {}",
-                    pct(share),
-                    c.describe()
-                ));
+                evidence.push(format!("table_open_cache {toc}: {}", c.describe()));
                 if share > max_miss {
                     problems.push(format!(
                         "{} of table opens missed table_open_cache ({toc})",
@@ -123,12 +123,13 @@ impl Rule for TableCacheMisses {
                 let defs = c.get(StatusVar::OpenedTableDefinitions)?;
                 let tdc = db.var_u64(Var::TableDefinitionCache)?;
                 let open_defs = db.status_u64(StatusVar::OpenTableDefinitions)?;
-                let def_share = defs as f64 / opens.max(1) as f64;
+                let def = Estimate::share(defs, opens);
+                let def_share = def.value;
                 evidence.push(format!(
                     "{defs} table definitions read ({} of table opens); {open_defs} cached of table_definition_cache {tdc}",
                     pct(def_share)
                 ));
-                if open_defs >= tdc && def_share > max_miss {
+                if open_defs >= tdc && def.side(max_miss) == Side::Above {
                     problems.push(format!(
                         "table_definition_cache ({tdc}) is full and {} of table opens re-read a definition",
                         pct(def_share)
@@ -169,6 +170,7 @@ impl Rule for TableCacheMisses {
                 .with_remediation(rem)
         };
         v.evidence = evidence;
+        v.basis = basis;
         Ok(v)
     }
 }

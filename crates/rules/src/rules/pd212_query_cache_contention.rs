@@ -1,6 +1,7 @@
 use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
-    counters::{MIN_UPTIME, at_least},
+    counters::{Evidence, MIN_UPTIME},
+    stats::{Estimate, Side},
     declare_rule, format_bytes,
     os::pct,
 };
@@ -14,8 +15,10 @@ declare_rule! {
     /// - it is larger than {max_size} (pt-variable-advisor: above 128 MiB it slows the server
     ///   down), or
     /// - it answers less than {min_efficiency} of SELECTs (`Qcache_hits` / (`Qcache_hits` +
-    ///   `Com_select`), MySQLTuner), over the sample window when at least {min_selects}
-    ///   SELECTs ran in it, else since start-up on a server up at least {min_uptime} s, or
+    ///   `Com_select`)), judged over the shortest recent window whose 95% interval lies on
+    ///   one side of the limit (the agent looks back up to `[sample] max_status_window`;
+    ///   doctor alone falls back to the counters since start-up of a server up at least
+    ///   {min_uptime} s, and says so), or
     /// - it prunes entries for lack of memory more than {max_prunes_per_day} times a day
     ///   (`Qcache_lowmem_prunes`, MySQLTuner's 98).
     ///
@@ -42,7 +45,7 @@ declare_rule! {
         scope: Database,
         summary: "the query cache is on and costs more than it saves",
         fails_when: "the query cache is on and answers < 20% of SELECTs, prunes > 98 a day, or is > 128 MiB (MySQLTuner, pt-variable-advisor)",
-        thresholds: [MAX_SIZE, MIN_EFFICIENCY, MAX_PRUNES_PER_DAY, MIN_SELECTS, MIN_UPTIME],
+        thresholds: [MAX_SIZE, MIN_EFFICIENCY, MAX_PRUNES_PER_DAY, MIN_UPTIME],
     }
 }
 
@@ -70,15 +73,6 @@ const MAX_PRUNES_PER_DAY: Threshold = Threshold {
     unit: Unit::Number,
     doc: "Qcache_lowmem_prunes per day (MySQLTuner: 98)",
 };
-const MIN_SELECTS: Threshold = Threshold {
-    key: "min_selects",
-    default: 100.0,
-    min: 1.0,
-    max: 1e12,
-    unit: Unit::Count,
-    doc: "fewest SELECTs (cached or not) to judge the efficiency",
-};
-
 impl Rule for QueryCacheContention {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
@@ -109,15 +103,33 @@ impl Rule for QueryCacheContention {
                 format_bytes(max_size)
             ));
         }
-        let min = limits.count(&MIN_SELECTS);
+        let min_eff = limits.get(&MIN_EFFICIENCY);
+        let max_prunes = limits.get(&MAX_PRUNES_PER_DAY) / 86_400.0;
         let selects = |c: &crate::Counts<'_>| -> Result<(u64, u64), Verdict> {
             Ok((c.get(StatusVar::QcacheHits)?, c.get(StatusVar::ComSelect)?))
         };
-        match db.judged_counts(limits.count(&MIN_UPTIME), |c| {
-            let (hits, misses) = selects(c)?;
-            Ok(at_least(hits.saturating_add(misses), min, "SELECTs ran"))
+        // Efficiency fails below its limit: judged as the share of SELECTs *not* answered from
+        // the cache, against 1 − the limit. Prunes are a rate.
+        let measure = |c: &crate::Counts<'_>| -> Result<(Estimate, Estimate), Verdict> {
+            let (hits, executed) = selects(c)?;
+            Ok((
+                Estimate::share(executed, hits.saturating_add(executed)),
+                Estimate::rate(c.get(StatusVar::QcacheLowmemPrunes)?, c.seconds()),
+            ))
+        };
+        let mut basis = None;
+        match s.judge(limits.count(&MIN_UPTIME), |c| {
+            let (missed, prunes) = measure(c)?;
+            Ok(match Evidence::of(&missed, 1.0 - min_eff, "SELECTs not answered from the cache") {
+                Evidence::Undecided(t) if prunes.side(max_prunes) == Side::Above => {
+                    Evidence::Decides(format!("{t}; low-memory prunes {prunes}"))
+                }
+                ev => ev,
+            })
         }) {
             Ok(c) => {
+                basis = Some(c.basis());
+                let (missed, pruned) = measure(&c)?;
                 let (hits, not_cached) = selects(&c)?;
                 let eff = hits as f64 / hits.saturating_add(not_cached).max(1) as f64;
                 let prunes = c.get(StatusVar::QcacheLowmemPrunes)?;
@@ -127,10 +139,10 @@ impl Rule for QueryCacheContention {
                     pct(eff),
                     c.describe()
                 ));
-                if eff < limits.get(&MIN_EFFICIENCY) {
+                if missed.side(1.0 - min_eff) == Side::Above {
                     problems.push(format!("it answers only {} of SELECTs", pct(eff)));
                 }
-                if prunes > 0 && per_day > limits.get(&MAX_PRUNES_PER_DAY) {
+                if pruned.side(max_prunes) == Side::Above {
                     problems.push(format!(
                         "it prunes {per_day:.0} entries a day for lack of memory"
                     ));
@@ -156,6 +168,7 @@ impl Rule for QueryCacheContention {
                 ]))
         };
         v.evidence = evidence;
+        v.basis = basis;
         Ok(v)
     }
 }

@@ -1,6 +1,7 @@
 use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Var, Verdict,
-    counters::{MIN_UPTIME, at_least},
+    counters::{Evidence, MIN_UPTIME},
+    stats::{Estimate, Side},
     declare_rule, format_bytes,
     os::pct,
     value::my_cnf_size,
@@ -11,9 +12,11 @@ use super::fix::set_global;
 declare_rule! {
     /// ### What it does
     /// Measures the sorts that did not fit `sort_buffer_size` and were merged through
-    /// temporary files: `Sort_merge_passes` / (`Sort_scan` + `Sort_range`), over the sample
-    /// window when at least {min_sorts} sorts ran in it, else since start-up on a server up at
-    /// least {min_uptime} s (and the verdict says so). Fails above {max_merge_share}
+    /// temporary files: `Sort_merge_passes` / (`Sort_scan` + `Sort_range`), judged over the shortest
+    /// recent window whose 95% interval lies on one side of the limit (the agent looks back up
+    /// to `[sample] max_status_window`; doctor alone falls back to the counters since start-up
+    /// of a server up at least {min_uptime} s, and says so) (the passes per sort are counted
+    /// like a rate: a Poisson interval per sort). Fails above {max_merge_share}
     /// (MySQLTuner's "sorts requiring temporary tables"). PD704 names the statements.
     ///
     /// ### Why is this bad?
@@ -35,7 +38,7 @@ declare_rule! {
         scope: Database,
         summary: "sorts spill to temporary files and merge in passes",
         fails_when: "> 0.10 sort merge passes per sort over the window (MySQLTuner)",
-        thresholds: [MAX_MERGE_SHARE, MIN_SORTS, MIN_UPTIME],
+        thresholds: [MAX_MERGE_SHARE, MIN_UPTIME],
     }
 }
 
@@ -47,15 +50,6 @@ const MAX_MERGE_SHARE: Threshold = Threshold {
     unit: Unit::Number,
     doc: "Sort_merge_passes / (Sort_scan + Sort_range) (MySQLTuner: 10%); a sort may need several passes, so this can exceed 1",
 };
-const MIN_SORTS: Threshold = Threshold {
-    key: "min_sorts",
-    default: 50.0,
-    min: 1.0,
-    max: 1e12,
-    unit: Unit::Count,
-    doc: "fewest sorts (Sort_scan + Sort_range) to judge the share",
-};
-
 /// MariaDB's default `sort_buffer_size`.
 const DEFAULT_SORT_BUFFER: u64 = 2 << 20;
 
@@ -66,15 +60,26 @@ impl Rule for SortMergePasses {
             Ok(c.get(StatusVar::SortScan)?
                 .saturating_add(c.get(StatusVar::SortRange)?))
         };
-        let min = limits.count(&MIN_SORTS);
-        let c = db.judged_counts(limits.count(&MIN_UPTIME), |c| {
-            Ok(at_least(sorts(c)?, min, "sorts ran"))
+        let max = limits.get(&MAX_MERGE_SHARE);
+        let c = s.judge(limits.count(&MIN_UPTIME), |c| {
+            let n = sorts(c)?;
+            let passes = c.get(StatusVar::SortMergePasses)?;
+            // Passes per sort: a Poisson count with the sorts as its exposure.
+            let e = Estimate::rate(passes, n as f64);
+            let text = format!(
+                "{passes} merge passes for {n} sorts: {:.3} per sort (95% interval {:.3}–{:.3})",
+                e.value, e.low, e.high
+            );
+            Ok(if n == 0 || e.side(max) == Side::Straddles {
+                Evidence::Undecided(format!("{text}, which includes the limit {max}"))
+            } else {
+                Evidence::Decides(text)
+            })
         })?;
         let n = sorts(&c)?;
         let passes = c.get(StatusVar::SortMergePasses)?;
         let share = passes as f64 / n.max(1) as f64;
         let buffer = db.var_u64(Var::SortBufferSize)?;
-        let max = limits.get(&MAX_MERGE_SHARE);
         let evidence = format!(
             "{passes} merge passes for {n} sorts ({:.2} per sort), {}; sort_buffer_size {}",
             share,
@@ -82,12 +87,12 @@ impl Rule for SortMergePasses {
             format_bytes(buffer)
         );
         if share <= max {
-            return Ok(Verdict::pass(format!(
+            return Ok(c.stamp(Verdict::pass(format!(
                 "{} merge passes per sort (limit {})",
                 pct(share),
                 pct(max)
             ))
-            .with_evidence(evidence));
+            .with_evidence(evidence)));
         }
         let mut rem = String::from(
             "PD704 names the statements: an index matching their ORDER BY avoids the sort, a LIMIT shortens it; a statement that must sort much can SET SESSION sort_buffer_size before it runs.",
@@ -107,11 +112,11 @@ impl Rule for SortMergePasses {
                 " Do not raise the global value: every connection may allocate it (PD503).",
             );
         }
-        Ok(Verdict::fail(format!(
+        Ok(c.stamp(Verdict::fail(format!(
             "sorts need {share:.2} merge passes each on average ({passes} for {n} sorts; limit {max:.2}): they spill to temporary files"
         ))
         .with_evidence(evidence)
-        .with_remediation(rem))
+        .with_remediation(rem)))
     }
 }
 
@@ -157,9 +162,15 @@ pub(crate) mod tests {
         );
         let v = verdict(&SortMergePasses, &server("2097152", "300"));
         assert!(v.remediation.unwrap().contains("Do not raise"));
+        // No pass in 100 sorts: below 0.1 per sort (95% high 0.038).
+        assert_eq!(
+            verdict(&SortMergePasses, &server("2097152", "500")).status,
+            Status::Pass
+        );
+        // 5 passes in 100 sorts: 0.05 per sort, but the interval reaches 0.12.
         assert_eq!(
             verdict(&SortMergePasses, &server("2097152", "495")).status,
-            Status::Pass
+            Status::InsufficientData
         );
     }
 }

@@ -1,6 +1,7 @@
 use crate::{
     Limits, Rule, Snapshot, StatusVar, Threshold, Unit, Verdict,
-    counters::{MIN_UPTIME, at_least},
+    counters::{Evidence, MIN_UPTIME},
+    stats::{Estimate, Side},
     declare_rule,
 };
 
@@ -9,9 +10,12 @@ declare_rule! {
     /// Counts joins that read a joined table without an index: `Select_full_join` (a full scan
     /// of the joined table for each row before it) plus `Select_range_check` (the index chosen
     /// row by row). Fails above {max_per_day} a day (MySQLTuner's 250) with at least
-    /// {min_joins} such joins measured, over the sample window when at least {min_selects}
-    /// SELECTs ran in it, else since start-up on a server up at least {min_uptime} s (and the
-    /// verdict says so). PD701 and PD703 name the statements.
+    /// {min_joins} such joins measured (fewer are one report, not a pattern), judged over the shortest
+    /// recent window whose 95% interval lies on one side of the limit (the agent looks back up
+    /// to `[sample] max_status_window`; doctor alone falls back to the counters since start-up
+    /// of a server up at least {min_uptime} s, and says so)
+    /// — the rate's Poisson interval: with no such join at all it takes about 22 minutes to
+    /// show the rate is below 250 a day. PD701 and PD703 name the statements.
     ///
     /// ### Why is this bad?
     /// A join without an index on the joined column reads the whole joined table once per row
@@ -32,7 +36,7 @@ declare_rule! {
         scope: Database,
         summary: "joins scan the joined table without an index",
         fails_when: "≥ 10 joins without an index and > 250 a day over the window (MySQLTuner)",
-        thresholds: [MAX_PER_DAY, MIN_JOINS, MIN_SELECTS, MIN_UPTIME],
+        thresholds: [MAX_PER_DAY, MIN_JOINS, MIN_UPTIME],
     }
 }
 
@@ -52,21 +56,22 @@ const MIN_JOINS: Threshold = Threshold {
     unit: Unit::Count,
     doc: "fewest joins without an index measured before the rate is judged (one join in a short window is no rate)",
 };
-const MIN_SELECTS: Threshold = Threshold {
-    key: "min_selects",
-    default: 100.0,
-    min: 1.0,
-    max: 1e12,
-    unit: Unit::Count,
-    doc: "fewest SELECTs a window needs to say anything about joins",
-};
-
 impl Rule for JoinsWithoutIndex {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
-        let db = s.db()?;
-        let min = limits.count(&MIN_SELECTS);
-        let c = db.judged_counts(limits.count(&MIN_UPTIME), |c| {
-            Ok(at_least(c.get(StatusVar::ComSelect)?, min, "SELECTs ran"))
+        let min_joins = limits.count(&MIN_JOINS);
+        let per_second = limits.get(&MAX_PER_DAY) / 86_400.0;
+        let c = s.judge(limits.count(&MIN_UPTIME), |c| {
+            let joins = c
+                .get(StatusVar::SelectFullJoin)?
+                .saturating_add(c.get(StatusVar::SelectRangeCheck)?);
+            let e = Estimate::rate(joins, c.seconds());
+            let ev = Evidence::of(&e, per_second, "joins without an index");
+            Ok(match (e.side(per_second), ev) {
+                (Side::Above, Evidence::Decides(t)) if joins < min_joins => Evidence::Undecided(
+                    format!("{t}, but fewer than {min_joins} joins are not yet a pattern"),
+                ),
+                (_, ev) => ev,
+            })
         })?;
         let full = c.get(StatusVar::SelectFullJoin)?;
         let range = c.get(StatusVar::SelectRangeCheck)?;
@@ -78,15 +83,15 @@ impl Rule for JoinsWithoutIndex {
             c.describe()
         );
         if joins >= limits.count(&MIN_JOINS) && per_day > max {
-            Ok(Verdict::fail(format!(
+            Ok(c.stamp(Verdict::fail(format!(
                 "{joins} joins read a joined table without an index ({per_day:.0} a day; limit {max:.0})"
             ))
-            .with_evidence(evidence))
+            .with_evidence(evidence)))
         } else {
-            Ok(Verdict::pass(format!(
+            Ok(c.stamp(Verdict::pass(format!(
                 "joins use indexes ({joins} without, {per_day:.0} a day)"
             ))
-            .with_evidence(evidence))
+            .with_evidence(evidence)))
         }
     }
 }
@@ -125,11 +130,23 @@ pub(crate) mod tests {
     fn verdicts() {
         let v = verdict(&JoinsWithoutIndex, &server("50"));
         assert_eq!(v.status, Status::Fail, "{v:?}");
-        // Fewer than min_joins in the window: not a rate.
+        // Fewer than min_joins in the window: not yet a pattern.
         assert_eq!(
             verdict(&JoinsWithoutIndex, &server("98")).status,
-            Status::Pass
+            Status::InsufficientData
         );
+        // None in 10 s proves nothing against 250 a day; none in an hour does.
+        assert_eq!(
+            verdict(&JoinsWithoutIndex, &server("100")).status,
+            Status::InsufficientData
+        );
+        let mut s = server("100");
+        if let crate::Gathered::Available(w) =
+            &mut s.mariadb.facts.as_mut().unwrap().status_window
+        {
+            w.seconds = 3600.0;
+        }
+        assert_eq!(verdict(&JoinsWithoutIndex, &s).status, Status::Pass);
         let quiet = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .status(StatusVar::Uptime, "60")

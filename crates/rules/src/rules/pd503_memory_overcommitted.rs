@@ -13,18 +13,20 @@ declare_rule! {
     /// Adds up what the server may allocate — its global buffers plus the per-connection
     /// buffers times `max_connections` (MySQLTuner's "maximum possible memory usage") — and
     /// compares it with the host's RAM. Fails when that worst case exceeds {max_worst_case}
-    /// of RAM (MySQLTuner's 85%), or when the InnoDB buffer pool alone exceeds
-    /// {max_buffer_pool} of RAM (MySQLTuner's "dangerously high" 90%).
+    /// of RAM (MySQLTuner 2.9.1's 85%, `mysqltuner.pl` ~13690), or when the InnoDB buffer pool
+    /// alone exceeds {max_buffer_pool} of RAM (a heuristic: MySQLTuner's "dangerously high"
+    /// is the whole worst case above 90%, and it has no buffer-pool-against-RAM check).
     ///
     /// Global: `innodb_buffer_pool_size`, `innodb_log_buffer_size`, `key_buffer_size`,
-    /// `aria_pagecache_buffer_size`, `query_cache_size` and one temporary table (the smaller
-    /// of `tmp_table_size` and `max_heap_table_size`). Per connection: `read_buffer_size`,
-    /// `read_rnd_buffer_size`, `sort_buffer_size`, `join_buffer_size`, `thread_stack`, a
-    /// 16 KiB packet buffer and `binlog_cache_size` with the binary log on. Unlike MySQLTuner,
-    /// `max_allowed_packet` is not counted per connection: a connection allocates it only for a
-    /// packet that large, and counted at its 16 MiB default it makes a stock server on a small
-    /// host look overcommitted. Not counted (not knowable from variables): performance_schema,
-    /// the table caches, MHNSW vector caches (PD101), allocator overhead — hence the margin.
+    /// `aria_pagecache_buffer_size`, `query_cache_size`. Per connection: `read_buffer_size`,
+    /// `read_rnd_buffer_size`, `sort_buffer_size`, `join_buffer_size`, `thread_stack`, one
+    /// in-memory temporary table (the smaller of `tmp_table_size` and `max_heap_table_size`,
+    /// as MySQLTuner 2.x counts it and as PD208's fix assumes), a 16 KiB packet buffer and
+    /// `binlog_cache_size` with the binary log on (MySQLTuner adds it always). Like MySQLTuner
+    /// 2.x, `max_allowed_packet` is not counted: a connection allocates it only for a packet
+    /// that large. Not counted (not read): performance_schema's memory (MySQLTuner 2.x adds
+    /// it), the table caches, MHNSW vector caches (PD101), allocator overhead — hence the
+    /// margin.
     /// The RAM is the host's `MemTotal`, so the rule needs powerdiag on the database host; a
     /// cgroup memory limit is not read.
     ///
@@ -53,7 +55,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the server's buffers can outgrow the host's RAM",
-        fails_when: "global buffers + per-connection buffers × `max_connections` > 85% of RAM, or the buffer pool alone > 90% (MySQLTuner's formula without `max_allowed_packet`)",
+        fails_when: "global buffers + per-connection buffers (a temporary table each) × `max_connections` > 85% of RAM (MySQLTuner 2.x), or the buffer pool alone > 90% *(heuristic)*",
         thresholds: [MAX_WORST_CASE, MAX_BUFFER_POOL],
     }
 }
@@ -64,7 +66,7 @@ const MAX_BUFFER_POOL: Threshold = Threshold {
     min: 0.1,
     max: 1.0,
     unit: Unit::Ratio,
-    doc: "the InnoDB buffer pool alone, as a share of RAM (MySQLTuner: 90%)",
+    doc: "the InnoDB buffer pool alone, as a share of RAM (heuristic)",
 };
 
 /// Per-connection buffers' defaults (MariaDB 10.6–11.8): a larger global value is the usual

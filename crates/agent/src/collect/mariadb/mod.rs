@@ -644,6 +644,8 @@ async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusW
                         seconds,
                         source: powerdiag_rules::WindowSource::Doctor,
                         start,
+                        longer: Vec::new(),
+                        history: None,
                     })
                 }
                 Err(e) => {
@@ -659,7 +661,7 @@ async fn status_window(s: &mut Session, facts: &mut MariadbFacts, mode: &StatusW
             "no sample window (doctor --sample-window 0): one status read".into(),
         ),
         StatusWindowMode::Agent(tracker) if !facts.status.is_empty() => {
-            tracker.record(Instant::now(), &facts.status)
+            tracker.record(Instant::now(), &facts.status, &facts.variables)
         }
         StatusWindowMode::Agent(_) => Gathered::Unavailable("status unavailable".into()),
     };
