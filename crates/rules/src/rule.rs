@@ -425,6 +425,11 @@ impl Verdict {
     pub fn fail(summary: impl Into<String>) -> Verdict {
         Verdict::new(Status::Fail, summary)
     }
+    /// The counters this verdict was judged over (see [`Verdict::basis`]).
+    pub fn with_basis(mut self, basis: Option<crate::Basis>) -> Verdict {
+        self.basis = basis;
+        self
+    }
     pub fn not_applicable(reason: impl Into<String>) -> Verdict {
         Verdict::new(Status::NotApplicable, reason)
     }

@@ -35,6 +35,11 @@ pub(crate) fn linux_host_pitfalls() -> Snapshot {
                 p.allocator = Some(Allocator::Libc);
                 p.swap_bytes = Some(1 << 30);
             }
+            // Swapping during the window (PD504).
+            if let Gathered::Available(a) = &mut o.swap {
+                a.pages_in = 300;
+                a.pages_out = 900;
+            }
             if let Gathered::Available(fs) = &mut o.storage {
                 fs[0].available_bytes = fs[0].total_bytes / 50;
                 fs[0].busy_share = Some(0.99);

@@ -4,7 +4,14 @@ declare_rule! {
     /// ### What it does
     /// Checks `innodb_checksum_algorithm`: page checksums should use CRC-32C (`crc32`,
     /// `full_crc32` and their `strict_` forms), which MariaDB computes with the CPU's CRC
-    /// instructions (POWER8+ `vpmsum`, x86 SSE4.2, ARMv8 CRC32).
+    /// instructions where the CPU has them (POWER8+ `vpmsum`, x86 SSE4.2/PCLMUL, ARMv8 CRC32).
+    ///
+    /// Not applicable on MariaDB 10.6 and later: they accept only the CRC-32C family
+    /// (`innodb_checksum_algorithm_names` in `storage/innobase/handler/ha_innodb.cc`), so the
+    /// setting cannot be wrong. Whether the CPU accelerates it is a property of the build and
+    /// the CPU, which InnoDB prints at start-up (`srv_start()`): `InnoDB: Using generic crc32
+    /// instructions` in the error log is the software fallback; `Using crc32 + pclmulqdq`,
+    /// `Using POWER8 crc32 instructions` or `Using ARMv8 crc32` are hardware.
     ///
     /// ### Why is this bad?
     /// The legacy `innodb` checksum is computed in software on every page read and write. On
@@ -36,15 +43,23 @@ const HARDWARE: [&str; 4] = ["crc32", "strict_crc32", "full_crc32", "strict_full
 
 impl Rule for InnodbChecksumSoftware {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
-        let algo = s
-            .db()?
+        let db = s.db()?;
+        if db.version.flavour == crate::Flavour::Mariadb && db.version.at_least(10, 6, 0) {
+            return Err(Verdict::not_applicable(format!(
+                "MariaDB {}.{} accepts only CRC-32C page checksums (crc32, full_crc32 and their strict_ forms); whether the CPU accelerates them is in the error log at start-up ('InnoDB: Using generic crc32 instructions' is software)",
+                db.version.major, db.version.minor
+            )));
+        }
+        let algo = db
             .var(Var::InnodbChecksumAlgorithm)?
             .trim()
             .to_ascii_lowercase();
         let evidence = format!("innodb_checksum_algorithm = {algo}");
         if HARDWARE.contains(&algo.as_str()) {
             Ok(
-                Verdict::pass(format!("InnoDB uses {algo} (hardware CRC-32C)"))
+                Verdict::pass(format!(
+                    "InnoDB uses {algo} (CRC-32C, hardware-accelerated where the CPU has CRC instructions)"
+                ))
                     .with_evidence(evidence),
             )
         } else {
@@ -68,7 +83,7 @@ pub(crate) mod tests {
     }
 
     fn check(value: Option<&str>) -> Verdict {
-        let b = SnapshotBuilder::new().mariadb("10.11.14-MariaDB");
+        let b = SnapshotBuilder::new().mariadb("10.5.27-MariaDB");
         let b = match value {
             Some(v) => b.var(Var::InnodbChecksumAlgorithm, v),
             None => b.without_var(Var::InnodbChecksumAlgorithm),
@@ -83,6 +98,19 @@ pub(crate) mod tests {
         assert_eq!(check(Some("innodb")).status, Status::Fail);
         assert_eq!(check(Some("none")).status, Status::Fail);
         assert_eq!(check(None).status, Status::InsufficientData);
+    }
+
+    #[test]
+    fn not_applicable_from_10_6() {
+        for version in ["10.6.21-MariaDB", "11.8.6-MariaDB"] {
+            let s = SnapshotBuilder::new()
+                .mariadb(version)
+                .var(Var::InnodbChecksumAlgorithm, "full_crc32")
+                .build();
+            let v = verdict(&InnodbChecksumSoftware, &s);
+            assert_eq!(v.status, Status::NotApplicable, "{version}: {v:?}");
+            assert!(v.summary.contains("generic crc32"), "{v:?}");
+        }
     }
 
     #[test]

@@ -8,12 +8,15 @@ declare_rule! {
     /// ### What it does
     /// Compares the connections with `max_connections`. Fails when
     /// - connections were refused for the limit (`Connection_errors_max_connections` grew over
-    ///   the sample window; without a window, since start-up), or
-    /// - the connections open at either read of the window (`Threads_connected`) reach
-    ///   {max_used_share} of `max_connections`, or
-    /// - the most connections ever open at once (`Max_used_connections`, since start-up or
-    ///   `FLUSH STATUS`, with the time it happened) reached {max_used_share} — MySQLTuner's
-    ///   85% (PMM: 80%).
+    ///   the shortest recent window: the agent's last sample, doctor's sample window), or
+    /// - the connections open (`Threads_connected`) reached {max_used_share} of
+    ///   `max_connections` at any status read of the last five minutes the snapshot holds
+    ///   (PMM alerts on `max_over_time(threads_connected[5m])` at 80%; MySQLTuner's 85%).
+    ///
+    /// `Max_used_connections` (the most ever open at once since start-up or `FLUSH STATUS`) is
+    /// evidence, never a fail on its own: one spike last month would keep the alert firing
+    /// until a restart. Without a window (doctor `--sample-window 0`) refusals since start-up
+    /// are shown but not judged.
     ///
     /// MySQLTuner also flags `Aborted_connects` above 3% of connections; powerdiag does not:
     /// that counter counts failed logins (a wrong password, a port scanner, a client timing
@@ -39,7 +42,7 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "connections reach max_connections",
-        fails_when: "connections refused at the limit, or open / most-ever-open connections ≥ 85% of `max_connections` (MySQLTuner)",
+        fails_when: "connections refused at the limit over the last window, or open connections ≥ 85% of `max_connections` at a read of the last 5 min",
         thresholds: [MAX_USED_SHARE],
     }
 }
@@ -53,21 +56,26 @@ const MAX_USED_SHARE: Threshold = Threshold {
     doc: "connections open at once, as a share of max_connections (MySQLTuner: 85%; PMM: 80%)",
 };
 
+/// Seconds back over which open connections are judged (PMM's `max_over_time(…[5m])`).
+const RECENT: f64 = 300.0;
+
 impl Rule for ConnectionsNearLimit {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let max = db.var_u64(Var::MaxConnections)?.max(1);
         let limit = limits.get(&MAX_USED_SHARE);
-        let window = db.window_counts().ok();
-        let counts = match &window {
-            Some(w) => w.clone(),
-            None => db.startup_counts()?,
-        };
+        let windows = db.windows().unwrap_or_default();
+        // The most connections open at any read of the last five minutes: the end, and the
+        // starts of the windows that reach back no further.
         let connected_end = db.status_u64(StatusVar::ThreadsConnected)?;
-        let connected = counts
-            .start_value(StatusVar::ThreadsConnected)
-            .unwrap_or(0)
-            .max(connected_end);
+        let mut reads = 1;
+        let mut connected = connected_end;
+        for w in windows.iter().filter(|w| w.seconds() <= RECENT) {
+            if let Some(c) = w.start_value(StatusVar::ThreadsConnected) {
+                connected = connected.max(c);
+                reads += 1;
+            }
+        }
         let max_used = db.status_u64(StatusVar::MaxUsedConnections)?;
         let when = db
             .status
@@ -75,50 +83,65 @@ impl Rule for ConnectionsNearLimit {
             .filter(|t| !t.is_empty())
             .map(|t| format!(" at {}", crate::display_text(t, 40)))
             .unwrap_or_default();
-        let refused = counts.get(StatusVar::ConnectionErrorsMaxConnections)?;
+        let shortest = windows.first();
+        let refused = match shortest {
+            Some(w) => Some(w.get(StatusVar::ConnectionErrorsMaxConnections)?),
+            None => None,
+        };
         let mut evidence = vec![
+            if reads == 1 {
+                format!(
+                    "{connected} connections open ({} of max_connections {max})",
+                    pct(connected as f64 / max as f64)
+                )
+            } else {
+                format!(
+                    "{connected} connections open at most ({} of max_connections {max}), the largest of {reads} status reads in the last {}",
+                    pct(connected as f64 / max as f64),
+                    crate::format_secs(
+                        windows
+                            .iter()
+                            .filter(|w| w.seconds() <= RECENT)
+                            .map(|w| w.seconds())
+                            .fold(0.0, f64::max)
+                            .round() as u64
+                    )
+                )
+            },
             format!(
-                "{connected} connections open ({} of max_connections {max}){}",
-                pct(connected as f64 / max as f64),
-                if window.is_some() {
-                    ", the larger of the window's two reads"
-                } else {
-                    ""
-                }
-            ),
-            format!(
-                "Max_used_connections {max_used} ({}){when}, since start-up or FLUSH STATUS",
+                "Max_used_connections {max_used} ({}){when}, since start-up or FLUSH STATUS: evidence, not judged",
                 pct(max_used as f64 / max as f64)
             ),
-            format!(
-                "{refused} connections refused for the limit (Connection_errors_max_connections), {}",
-                counts.describe()
-            ),
         ];
+        match (refused, shortest) {
+            (Some(n), Some(w)) => evidence.push(format!(
+                "{n} connections refused for the limit (Connection_errors_max_connections), {}",
+                w.describe()
+            )),
+            _ => evidence.push(format!(
+                "{} connections refused for the limit since start-up (Connection_errors_max_connections): history, not judged without a window",
+                db.status_u64(StatusVar::ConnectionErrorsMaxConnections).unwrap_or(0)
+            )),
+        }
         let mut problems = Vec::new();
-        if refused > 0 {
-            problems.push(format!("{refused} connections were refused at the limit"));
+        if let Some(n) = refused.filter(|n| *n > 0) {
+            problems.push(format!("{n} connections were refused at the limit"));
         }
         if connected as f64 >= limit * max as f64 {
             problems.push(format!(
                 "{connected} of {max} connections are open ({})",
                 pct(connected as f64 / max as f64)
             ));
-        } else if max_used as f64 >= limit * max as f64 {
-            problems.push(format!(
-                "up to {max_used} of {max} connections were open at once{when} ({})",
-                pct(max_used as f64 / max as f64)
-            ));
         }
         if problems.is_empty() {
             let mut v = Verdict::pass(format!(
-                "connections stay below {} of max_connections ({max}): at most {max_used} at once",
+                "connections stay below {} of max_connections ({max}): at most {connected} open recently",
                 pct(limit)
             ));
             v.evidence = evidence;
             return Ok(v);
         }
-        let peak = max_used.max(connected);
+        let peak = connected;
         let mut want = (peak as f64 / limit * 1.25).ceil() as u64;
         want = want.max(max + max / 2);
         let mut note = String::new();
@@ -140,6 +163,7 @@ impl Rule for ConnectionsNearLimit {
             "connections reach the limit of {max}: {}",
             problems.join("; ")
         ))
+        .with_basis(shortest.map(|w| w.basis()))
         .with_remediation(if want > max {
             format!(
                 "Hold fewer connections open (a pool sized for the work, wait_timeout for idle ones, thread_handling = pool-of-threads for many idle clients); then raise the limit to {want}{note}:\n{}",
@@ -190,8 +214,27 @@ pub(crate) mod tests {
                 .unwrap()
                 .contains("SET GLOBAL max_connections = 150;")
         );
+        // A high-water mark alone is history: evidence, not a fail.
         let v = verdict(&ConnectionsNearLimit, &server("5", "100", "0").build());
-        assert!(v.summary.contains("at 2026-01-01 10:00:00"), "{v:?}");
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+        assert!(
+            v.evidence[1].contains("at 2026-01-01 10:00:00")
+                && v.evidence[1].contains("not judged"),
+            "{v:?}"
+        );
+        // A read of the last five minutes at the limit fails; one ten minutes old does not.
+        let s = server("5", "95", "0")
+            .window(60.0, &[])
+            .longer_window(240.0, &[(StatusVar::ThreadsConnected, "95")])
+            .by_agent()
+            .build();
+        assert_eq!(verdict(&ConnectionsNearLimit, &s).status, Status::Fail);
+        let s = server("5", "95", "0")
+            .window(60.0, &[])
+            .longer_window(600.0, &[(StatusVar::ThreadsConnected, "95")])
+            .by_agent()
+            .build();
+        assert_eq!(verdict(&ConnectionsNearLimit, &s).status, Status::Pass);
         // Refused connections in the window fail even below the share.
         let v = verdict(
             &ConnectionsNearLimit,

@@ -36,7 +36,7 @@ declare_rule! {
     pub struct SmallPagesLinux {
         code: "PD302",
         name: "small-pages-linux",
-        severity: Warning,
+        severity: Info,
         scope: Host,
         summary: "mariadbd's large memory is mapped with 4 KiB pages only, so TLB misses dominate pointer-chasing work",
         fails_when: "Linux, 4 KiB base pages, mariadbd > 1 GiB resident with ~no huge pages (THP never, or madvise/always with `AnonHugePages` ≈ 0) *(heuristic)*",
