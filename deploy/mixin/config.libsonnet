@@ -27,5 +27,14 @@
     staleFor: '5m',
     // A collector (powerdiag_collector_success) failing this long.
     collectorFailingFor: '15m',
+
+    // Grafana-managed alerting (grafana-alerts.libsonnet): the same rules, evaluated by Grafana.
+    // The Prometheus data source's uid (deploy/grafana/provisioning/datasources/prometheus.yml).
+    grafanaDatasourceUid: 'prometheus',
+    // The Grafana folder the rule groups go in (the dashboard's provisioning folder).
+    grafanaFolder: 'powerdiag',
+    grafanaOrgId: 1,
+    // How often Grafana evaluates the groups: prometheus-fleet.yml's evaluation_interval.
+    grafanaEvaluationInterval: '30s',
   },
 }

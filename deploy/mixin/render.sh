@@ -2,6 +2,8 @@
 # Renders the monitoring mixin (deploy/mixin/mixin.libsonnet) to the files shipped in deploy/:
 #   deploy/prometheus/powerdiag.rules.yml   (prometheusAlerts)
 #   deploy/grafana/powerdiag-fleet.json     (grafanaDashboards)
+#   deploy/grafana/provisioning/alerting/powerdiag.yml   (grafanaAlerts: the same alerts,
+#                                                         Grafana-managed)
 # Edit the mixin, not those files; tests/it/deploy/mixin.rs fails when they differ from a fresh
 # render. Needs Debian's `jsonnet` (tests/harness/packages.txt).
 #
@@ -25,7 +27,7 @@ case ${1:-} in
     ;;
 *) echo "usage: deploy/mixin/render.sh [--check | --out DIR]" >&2; exit 2 ;;
 esac
-mkdir -p "$out/prometheus" "$out/grafana"
+mkdir -p "$out/prometheus" "$out/grafana/provisioning/alerting"
 
 {
     cat <<'HEADER'
@@ -42,10 +44,26 @@ HEADER
 } >"$out/prometheus/powerdiag.rules.yml"
 jsonnet -S -J "$HERE" -e "std.manifestJsonEx((import 'mixin.libsonnet').grafanaDashboards['powerdiag-fleet.json'], '  ')" \
     >"$out/grafana/powerdiag-fleet.json"
+{
+    cat <<'HEADER'
+# Grafana-managed alert rules for the powerdiag agent, rendered from the monitoring mixin
+# (deploy/mixin: edit config.libsonnet, alerts.libsonnet or grafana-alerts.libsonnet, then run
+# deploy/mixin/render.sh). The alternative to Prometheus's rules and Alertmanager: the same
+# alerts (expressions, `for`, labels, runbook_url) evaluated by Grafana, which notifies through
+# its own contact points and notification policies (route on `severity`).
+#   install -D -m 0644 deploy/grafana/provisioning/alerting/powerdiag.yml \
+#       /etc/grafana/provisioning/alerting/powerdiag.yml
+# Each rule queries the data source with uid "prometheus"
+# (deploy/grafana/provisioning/datasources/prometheus.yml; _config.grafanaDatasourceUid) and
+# goes in the folder "powerdiag". Use one route, not both: each would notify on its own.
+HEADER
+    jsonnet -S -J "$HERE" -e "std.manifestYamlDoc((import 'mixin.libsonnet').grafanaAlerts, indent_array_in_object=true, quote_keys=false)"
+} >"$out/grafana/provisioning/alerting/powerdiag.yml"
 
 if [ "$mode" = check ]; then
     stale=0
-    for f in prometheus/powerdiag.rules.yml grafana/powerdiag-fleet.json; do
+    for f in prometheus/powerdiag.rules.yml grafana/powerdiag-fleet.json \
+        grafana/provisioning/alerting/powerdiag.yml; do
         if ! diff -u "$DEPLOY/$f" "$out/$f"; then
             echo "render.sh: deploy/$f differs from the mixin; run deploy/mixin/render.sh" >&2
             stale=1

@@ -9,6 +9,7 @@
 mod aix;
 mod alertmanager;
 mod grafana;
+mod grafana_alerting;
 mod mixin;
 mod prometheus;
 mod scraped;

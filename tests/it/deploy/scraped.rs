@@ -1,5 +1,6 @@
 //! The agent as deployed (the unit's command line), scraped by a real Prometheus with the
-//! deploy/ configuration: every dashboard query returns data and the alerts evaluate.
+//! deploy/ configuration: every dashboard query returns data and the alerts evaluate, the
+//! Grafana-managed ones' queries too.
 
 use super::*;
 
@@ -315,6 +316,25 @@ fn dashboard_and_alerts_work_against_prometheus_scraping_the_deployed_agent() {
         pd101["annotations"]["summary"],
         "PD101 mhnsw-cache-undersized (critical, configuration) fails on 127.0.0.1"
     );
+
+    // 4. The Grafana-managed rules (deploy/grafana/provisioning/alerting) send Prometheus the
+    // same queries: each evaluates without error, and the configuration rule's returns PD101
+    // for this host, which its condition turns into a firing alert.
+    let queries = super::grafana_alerting::grafana_queries();
+    assert_eq!(queries.len(), alerts().len());
+    for (title, expr) in &queries {
+        let v = api(&prom, &format!("/api/v1/query?query={}", urlencode(expr)));
+        assert_eq!(v["status"], "success", "Grafana rule {title}: {expr}: {v}");
+        assert!(v["data"]["result"].is_array(), "Grafana rule {title}: {v}");
+        if title == "PowerdiagConfigurationCheckFailing" {
+            assert!(
+                v["data"]["result"].as_array().unwrap().iter().any(|s| {
+                    s["metric"]["code"] == "PD101" && s["metric"]["instance"] == instance
+                }),
+                "Grafana rule {title}: no PD101 series for {instance}: {v}"
+            );
+        }
+    }
     // The example targets from targets/powerdiag.yml were read too (they cannot be reached).
     let t = api(&prom, "/api/v1/targets");
     let active: Vec<String> = t["data"]["activeTargets"]
