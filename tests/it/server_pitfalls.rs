@@ -14,11 +14,14 @@
 //!   (PD216) and a global `join_buffer_size` that overcommits RAM (PD503).
 //!
 //! Each provoked state must fail its rule; after the fix (the `SET GLOBAL`s the findings print,
-//! an index, `KILL` of the connection PD215 names) the same rules must pass. The fixed
-//! `pitmem` run uses a 60 s window, the least PD206 measures a redo rate over, with the bulk
-//! updates at a sustainable pace (one batch every 10 s instead of back to back: a redo log
-//! sized for an hour of continuous bulk updates would be tens of GB). PD215's hour is
-//! lowered to 3 s through `--config.file`: a test cannot wait an hour.
+//! an index, `KILL` of the connection PD215 names) the same rules must pass. On `pitsql` one
+//! agent, sampling every 2 s, follows the whole sequence with its status history, as in
+//! production: fail while provoked; no fail from two sample intervals after the fix on, while
+//! the load goes on; and none on the quiet server afterwards (issue 32's "a fail clears after
+//! the fix"). The fixed `pitmem` run keeps the bulk updates at a sustainable pace (one batch
+//! every 10 s instead of back to back); PD206 passes only over a whole hour, so there it may
+//! say `insufficient_data`. PD215's hour is lowered to 3 s through `--config.file`: a test
+//! cannot wait an hour.
 
 use std::{
     sync::{
@@ -218,30 +221,42 @@ async fn connect_loop(server: Server, stop: Arc<AtomicBool>) -> u64 {
     i
 }
 
-/// Waits until the agent's verdicts on `codes` (from `powerdiag_check` in /metrics), each
-/// judged over its own status window (10 s, sampling every second), are all `want`; returns
-/// the last verdicts read and the metrics text. A sliding window may catch the tail of what
-/// came before, and a loaded machine runs the workload slowly, so the agent gets up to 60 s.
-fn agent_verdicts(server: &Server, codes: &[&str], want: &str) -> (Vec<(String, String)>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nstatus_window = \"10s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
-    )
-    .unwrap();
-    let port = crate::agent::free_port();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"));
-    // Quiet logs: nothing reads the agent's stderr pipe while it runs.
-    cmd.env("POWERDIAG_MARIADB_URL", server.root_url())
-        .args(["agent", "--log.level", "error", "--web.listen-address"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--config.file")
-        .arg(&cfg);
-    let agent = crate::agent::spawn_agent(cmd, port, dir);
-    let read = || -> Option<(Vec<(String, String)>, String)> {
-        let (_, _, body) = crate::agent::get(agent.port, "/metrics")?;
-        let got: Vec<(String, String)> = codes
+/// The agent sampling every `INTERVAL` for the whole of a test: it keeps its status history
+/// across the provoked state, the fix and the quiet after it, as in production.
+struct Watcher {
+    agent: crate::agent::Agent,
+}
+
+/// The watcher's sample interval.
+const INTERVAL: Duration = Duration::from_secs(2);
+
+impl Watcher {
+    fn start(server: &Server) -> Watcher {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("agent.toml");
+        std::fs::write(
+            &cfg,
+            "[sample]\ninterval = \"2s\"\ntimeout = \"1500ms\"\nwindow = \"0s\"\nstatus_window = \"2s\"\nmax_status_window = \"10m\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+        )
+        .unwrap();
+        let port = crate::agent::free_port();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"));
+        // Quiet logs: nothing reads the agent's stderr pipe while it runs.
+        cmd.env("POWERDIAG_MARIADB_URL", server.root_url())
+            .args(["agent", "--log.level", "error", "--web.listen-address"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--config.file")
+            .arg(&cfg);
+        Watcher {
+            agent: crate::agent::spawn_agent(cmd, port, dir),
+        }
+    }
+
+    /// The agent's current verdicts on `codes` (`powerdiag_check` in /metrics) and the
+    /// metrics text.
+    fn read(&self, codes: &[&str]) -> Option<(Vec<(String, String)>, String)> {
+        let (_, _, body) = crate::agent::get(self.agent.port, "/metrics")?;
+        let got = codes
             .iter()
             .map(|code| {
                 let needle = format!("code=\"{code}\"");
@@ -264,62 +279,91 @@ fn agent_verdicts(server: &Server, codes: &[&str], want: &str) -> (Vec<(String, 
             })
             .collect();
         Some((got, body))
-    };
-    let mut last = None;
-    let reached = crate::agent::eventually(Duration::from_secs(60), || {
-        last = read();
-        last.as_ref()
-            .is_some_and(|(got, _)| got.iter().all(|(_, s)| s == want))
-    });
-    let (got, body) = last.unwrap_or_default();
-    assert!(
-        reached,
-        "the agent's verdicts never all became {want}: {got:?}"
-    );
-    (got, body)
+    }
+
+    /// Waits (up to `limit`) until every code's verdict is `want`; returns the verdicts and
+    /// the metrics text.
+    fn until(
+        &self,
+        codes: &[&str],
+        want: &str,
+        limit: Duration,
+    ) -> (Vec<(String, String)>, String) {
+        let mut last = None;
+        let reached = crate::agent::eventually(limit, || {
+            last = self.read(codes);
+            last.as_ref()
+                .is_some_and(|(got, _)| got.iter().all(|(_, s)| s == want))
+        });
+        let (got, body) = last.unwrap_or_default();
+        assert!(
+            reached,
+            "the agent's verdicts never all became {want}: {got:?}"
+        );
+        (got, body)
+    }
+
+    /// The agent's checks on `codes` in full, judged again from its current snapshot (for
+    /// assertion messages).
+    fn explain(&self, codes: &[&str]) -> String {
+        let Some((_, _, body)) = crate::agent::get(self.agent.port, "/api/v1/snapshot") else {
+            return "no snapshot".into();
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("snapshot.json");
+        std::fs::write(&path, body).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"))
+            .args(["doctor", "--format", "json", "--from"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        explain(&j, codes)
+    }
+
+    /// Reads the verdicts every 200 ms for `span` and returns every (code, status) seen that
+    /// is a `fail`, with when (seconds from the start).
+    fn fails_during(&self, codes: &[&str], span: Duration) -> Vec<(f64, String)> {
+        let t0 = std::time::Instant::now();
+        let mut seen = Vec::new();
+        while t0.elapsed() < span {
+            if let Some((got, _)) = self.read(codes) {
+                for (code, st) in got {
+                    if st == "fail" {
+                        seen.push((t0.elapsed().as_secs_f64(), code));
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        seen
+    }
 }
 
-/// doctor over a 10 s window while the application and the connect loop run; the agent
-/// watches the same load at the same time.
-async fn sql_doctor(server: &Server, want: &'static str) -> (Value, Vec<(String, String)>) {
+/// Starts the application (two connections) and the connect loop on new connections, so
+/// they get the globals as they are now.
+async fn sql_load(server: &Server) -> Load {
     let mut load = Load::new();
     for _ in 0..2 {
         load.spawn("application", sql_app(conn(server).await, load.flag()));
     }
     load.spawn("connect loop", connect_loop(server.clone(), load.flag()));
-    // Past the first iterations (threads created, tables first opened).
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let watched = server.clone();
-    let agent = tokio::task::spawn_blocking(move || agent_verdicts(&watched, &SQL_CODES, want));
-    let j = doctor_while_loaded(
-        server.root_url(),
-        vec!["--no-probe".into(), "--sample-window".into(), "10s".into()],
-    )
-    .await;
-    let (agent, metrics) = agent.await.unwrap();
-    let ran = load.stop().await;
-    assert!(
-        ran.iter().all(|(_, n)| *n > 5),
-        "the load barely ran: {ran:?}"
-    );
-    for m in [
-        "powerdiag_mariadb_created_tmp_disk_tables_total",
-        "powerdiag_mariadb_threads_created_total",
-        "powerdiag_mariadb_table_open_cache_misses_total",
-        "powerdiag_mariadb_sort_merge_passes_total",
-        "powerdiag_mariadb_select_full_join_total",
-        "powerdiag_mariadb_qcache_hits_total",
-    ] {
-        assert!(
-            crate::agent::metric(&metrics, m).is_some(),
-            "{m} missing from the agent's metrics"
-        );
-    }
-    (j, agent)
+    load
+}
+
+/// The `SET GLOBAL …;` statements a remediation prints, in order.
+fn set_globals(remediation: &str) -> Vec<String> {
+    remediation
+        .lines()
+        .flat_map(|l| l.split(';'))
+        .map(str::trim)
+        .filter(|s| s.starts_with("SET GLOBAL "))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
-fn temporary_tables_threads_caches_sorts_and_joins_fail_then_pass_when_fixed() {
+fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix() {
     let server = Server::get("pitsql");
     let _machine = machine_load_lock();
     block_on(async {
@@ -342,78 +386,149 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_pass_when_fixed() {
             ],
         )
         .await;
-        let (j, agent) = sql_doctor(&server, "fail").await;
+        // One agent watches the whole sequence, keeping its status history throughout.
+        let watcher = tokio::task::spawn_blocking({
+            let server = server.clone();
+            move || Watcher::start(&server)
+        })
+        .await
+        .unwrap();
+        let watcher = Arc::new(watcher);
+        let load = sql_load(&server).await;
+        // Past the first iterations (threads created, tables first opened).
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let w = Arc::clone(&watcher);
+        let agent = tokio::task::spawn_blocking(move || {
+            w.until(&SQL_CODES, "fail", Duration::from_secs(90))
+        });
+        let j = doctor_while_loaded(
+            server.root_url(),
+            vec!["--no-probe".into(), "--sample-window".into(), "10s".into()],
+        )
+        .await;
+        let (_, metrics) = agent.await.unwrap();
         let got = statuses(&j, &SQL_CODES);
         assert!(
             got.iter().all(|(_, s)| s == "fail"),
             "provoked: {got:?}\n{}",
             explain(&j, &SQL_CODES)
         );
-        // The agent judges its own status window the same way.
-        assert!(
-            agent.iter().all(|(_, s)| s == "fail"),
-            "agent, provoked: {agent:?}"
-        );
-        // Each finding gives its numbers and its fix.
+        for m in [
+            "powerdiag_mariadb_created_tmp_disk_tables_total",
+            "powerdiag_mariadb_threads_created_total",
+            "powerdiag_mariadb_table_open_cache_misses_total",
+            "powerdiag_mariadb_sort_merge_passes_total",
+            "powerdiag_mariadb_select_full_join_total",
+            "powerdiag_mariadb_qcache_hits_total",
+        ] {
+            assert!(
+                crate::agent::metric(&metrics, m).is_some(),
+                "{m} missing from the agent's metrics"
+            );
+        }
+        // Each finding gives its numbers, its window and its fix.
         let fix = |code: &str| check(&j, code)["remediation"].as_str().unwrap().to_owned();
-        assert!(
-            fix("PD208").contains("SET GLOBAL tmp_table_size = "),
-            "{}",
-            fix("PD208")
-        );
-        assert!(
-            fix("PD210").contains("SET GLOBAL thread_cache_size = "),
-            "{}",
-            fix("PD210")
-        );
-        assert!(
-            fix("PD211").contains("SET GLOBAL table_open_cache = "),
-            "{}",
-            fix("PD211")
-        );
-        assert!(
-            fix("PD212").contains("SET GLOBAL query_cache_type = OFF;"),
-            "{}",
-            fix("PD212")
-        );
-        assert!(
-            fix("PD213").contains("SET GLOBAL sort_buffer_size = 2097152;"),
-            "{}",
-            fix("PD213")
-        );
+        for (code, want) in [
+            ("PD208", "SET GLOBAL tmp_table_size = "),
+            ("PD210", "SET GLOBAL thread_cache_size = "),
+            ("PD211", "SET GLOBAL table_open_cache = "),
+            ("PD212", "SET GLOBAL query_cache_type = OFF;"),
+            ("PD213", "SET GLOBAL sort_buffer_size = 2097152;"),
+        ] {
+            assert!(fix(code).contains(want), "{code}: {}", fix(code));
+        }
         for code in SQL_CODES {
-            let ev = check(&j, code)["evidence"].to_string();
+            let c = check(&j, code);
+            let ev = c["evidence"].to_string();
             assert!(
                 ev.contains("over doctor's ") && ev.contains(" s sample window"),
                 "{code} is not judged over the window: {ev}"
             );
+            assert!(
+                c["summary"].as_str().unwrap().contains("(over the last "),
+                "{code}'s summary does not name its window: {c}"
+            );
         }
 
-        // The fixes, as the findings print them, and the index PD214 asks for.
-        exec(
-            &mut c,
-            &[
-                "SET GLOBAL tmp_table_size = 67108864",
-                "SET GLOBAL max_heap_table_size = 67108864",
-                "SET GLOBAL thread_cache_size = 151",
-                "SET GLOBAL table_open_cache = 2000",
-                "SET GLOBAL sort_buffer_size = 2097152",
-                "SET GLOBAL query_cache_type = OFF",
-                "SET GLOBAL query_cache_size = 0",
-                "ALTER TABLE pit.t2 ADD INDEX (a)",
-            ],
+        // The fixes, exactly as the findings print them, and the index PD214 asks for; the
+        // application reconnects (the globals reach new connections).
+        load.stop().await;
+        let mut fixes: Vec<String> = ["PD208", "PD210", "PD211", "PD212", "PD213"]
+            .iter()
+            .flat_map(|code| set_globals(&fix(code)))
+            .collect();
+        fixes.push("ALTER TABLE pit.t2 ADD INDEX (a)".into());
+        let fixes: Vec<&str> = fixes.iter().map(String::as_str).collect();
+        exec(&mut c, &fixes).await;
+        let load = sql_load(&server).await;
+        // Within two sample intervals (and one sample's own time) no verdict fails any more,
+        // and none fails again while the load goes on.
+        let w = Arc::clone(&watcher);
+        let after_fix = tokio::task::spawn_blocking(move || {
+            let late = w.fails_during(&SQL_CODES, 2 * INTERVAL + Duration::from_secs(2));
+            let again = w.fails_during(&SQL_CODES, Duration::from_secs(20));
+            (late, again, w.read(&SQL_CODES))
+        })
+        .await
+        .unwrap();
+        let j = doctor_while_loaded(
+            server.root_url(),
+            vec!["--no-probe".into(), "--sample-window".into(), "10s".into()],
         )
         .await;
-        let (j, agent) = sql_doctor(&server, "pass").await;
+        let ran = load.stop().await;
         assert!(
-            agent.iter().all(|(_, s)| s == "pass"),
-            "agent, fixed: {agent:?}"
+            ran.iter().all(|(_, n)| *n > 5),
+            "the load barely ran: {ran:?}"
         );
-        let got = statuses(&j, &SQL_CODES);
+        let (late, again, now) = after_fix;
+        let last_late = late.last().map_or(0.0, |(t, _)| *t);
         assert!(
-            got.iter().all(|(_, s)| s == "pass"),
-            "fixed: {got:?}\n{}",
-            explain(&j, &SQL_CODES)
+            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
+            "a verdict still failed after two sample intervals: {late:?}"
+        );
+        assert!(
+            again.is_empty(),
+            "a verdict failed again after the fix: {again:?}"
+        );
+        let (now, _) = now.unwrap();
+        // Busy and fixed: each rule decides (PD214: no join without an index for 20 s is too
+        // little to show fewer than 250 a day, so it may still say so).
+        for (code, st) in &now {
+            let ok = st == "pass" || (code == "PD214" && st == "insufficient_data");
+            assert!(ok, "agent, fixed and busy: {now:?}");
+        }
+        for (code, st) in statuses(&j, &SQL_CODES) {
+            let ok = st == "pass" || (code == "PD214" && st == "insufficient_data");
+            assert!(
+                ok,
+                "doctor, fixed: {code} {st}\n{}",
+                explain(&j, &SQL_CODES)
+            );
+        }
+        // Quiet: the server idles; the agent must not fall back on the counters since
+        // start-up, which hold the provoked minutes.
+        let w = Arc::clone(&watcher);
+        let quiet = tokio::task::spawn_blocking(move || {
+            (
+                w.fails_during(&SQL_CODES, 10 * INTERVAL),
+                w.read(&SQL_CODES),
+                w.explain(&SQL_CODES),
+            )
+        })
+        .await
+        .unwrap();
+        assert!(
+            quiet.0.is_empty(),
+            "a verdict failed on the quiet server: {:?}\n{}",
+            quiet.0,
+            quiet.2
+        );
+        let (now, _) = quiet.1.unwrap();
+        assert!(
+            now.iter()
+                .all(|(_, s)| s == "pass" || s == "insufficient_data"),
+            "quiet: {now:?}"
         );
         c.disconnect().await.unwrap();
     });
@@ -704,12 +819,14 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             "small commits",
             small_commits(conn(&server).await, load.flag()),
         );
-        // 60 s: the shortest window PD206 measures a redo rate over.
-        let j = doctor_while_loaded(server.root_url(), args("60s")).await;
+        let j = doctor_while_loaded(server.root_url(), args("15s")).await;
         load.stop().await;
         let got = statuses(&j, &MEM_CODES);
+        // PD206 passes only on a whole hour of redo (a short window cannot show that the hour
+        // fits), so after the fix it may say so instead.
         assert!(
-            got.iter().all(|(_, s)| s == "pass"),
+            got.iter()
+                .all(|(code, s)| s == "pass" || (code == "PD206" && s == "insufficient_data")),
             "fixed: {got:?}\n{}",
             explain(&j, &MEM_CODES)
         );

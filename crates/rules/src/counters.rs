@@ -114,6 +114,13 @@ fn format_span(seconds: f64) -> String {
     }
 }
 
+/// The fewest failing events (disk tables, misses, new threads…) a window needs to decide a
+/// fail, whatever the interval says. The intervals assume independent events, but these come
+/// in bursts — one statement builds several temporary tables, one monitoring query reads a
+/// few pages — so "2 of 2 temporary tables on disk" in a quiet window is one statement, not a
+/// pattern. A pass needs no such floor: its interval already needs many events.
+pub(crate) const MIN_FAILING_EVENTS: u64 = 10;
+
 /// What one window's counts show a rule: enough to decide, or not.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Evidence {
@@ -135,10 +142,17 @@ impl Evidence {
                 format!("{count} {what} in {}: {e}", format_span(seconds))
             }
         };
+        let failing = match e.kind {
+            crate::stats::Kind::Share { part, .. } => part,
+            crate::stats::Kind::Rate { count, .. } => count,
+        };
         match e.side(limit) {
             Side::Straddles => Evidence::Undecided(format!(
                 "{measured}, which includes the limit {}",
                 limit_text(e, limit)
+            )),
+            Side::Above if failing < MIN_FAILING_EVENTS => Evidence::Undecided(format!(
+                "{measured}: only {failing}, too few to be a pattern ({MIN_FAILING_EVENTS} needed to fail)"
             )),
             _ => Evidence::Decides(measured),
         }
@@ -562,15 +576,43 @@ mod tests {
     }
 
     #[test]
+    fn a_fail_needs_a_pattern_not_one_burst() {
+        use crate::stats::Estimate;
+        // Two disk tables of two: one statement's burst, not a pattern.
+        let e = Estimate::share(2, 2);
+        assert!(
+            matches!(Evidence::of(&e, 0.25, "x"), Evidence::Undecided(t) if t.contains("too few"))
+        );
+        // Ten of ten decides; so does a clear pass with no failing event at all.
+        assert!(matches!(
+            Evidence::of(&Estimate::share(10, 10), 0.25, "x"),
+            Evidence::Decides(_)
+        ));
+        assert!(matches!(
+            Evidence::of(&Estimate::share(0, 40), 0.25, "x"),
+            Evidence::Decides(_)
+        ));
+    }
+
+    #[test]
     fn a_window_across_a_restart_is_left_out() {
         let s = SnapshotBuilder::new()
             .mariadb("11.8.6-MariaDB")
             .status(StatusVar::Uptime, "100")
             .status(StatusVar::CreatedTmpTables, "50")
-            .window(60.0, &[(StatusVar::Uptime, "40"), (StatusVar::CreatedTmpTables, "45")])
+            .window(
+                60.0,
+                &[
+                    (StatusVar::Uptime, "40"),
+                    (StatusVar::CreatedTmpTables, "45"),
+                ],
+            )
             .longer_window(
                 600.0,
-                &[(StatusVar::Uptime, "9000"), (StatusVar::CreatedTmpTables, "9000")],
+                &[
+                    (StatusVar::Uptime, "9000"),
+                    (StatusVar::CreatedTmpTables, "9000"),
+                ],
             )
             .by_agent()
             .build();
@@ -578,7 +620,11 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].seconds(), 60.0);
         let v = s.judge(0, need).unwrap_err();
-        assert!(v.summary.contains("only 5 temporary tables"), "{}", v.summary);
+        assert!(
+            v.summary.contains("only 5 temporary tables"),
+            "{}",
+            v.summary
+        );
     }
 
     #[test]
@@ -623,6 +669,10 @@ mod tests {
         let report = crate::evaluate(&s);
         let c = report.checks.iter().find(|c| c.code == "PD208").unwrap();
         assert_eq!(c.status, Status::Fail, "{c:?}");
-        assert!(c.summary.ends_with("(over the last 2 min)"), "{}", c.summary);
+        assert!(
+            c.summary.ends_with("(over the last 2 min)"),
+            "{}",
+            c.summary
+        );
     }
 }

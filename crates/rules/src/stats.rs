@@ -14,6 +14,9 @@
 //! - **Rates** (`count` events in `seconds`): the score interval of a Poisson count,
 //!   `(k + z²/2 ± z·√(k + z²/4)) / t`, the same construction for counts.
 //!
+//! A fail also needs at least `counters::MIN_FAILING_EVENTS` failing events: the events
+//! come in bursts, not independently (see there).
+//!
 //! An interval that is narrower than [`RESOLUTION`] of the limit decides by the point
 //! estimate: with billions of events a share exactly at the limit is a pass, not "unknown for
 //! ever".
@@ -101,10 +104,7 @@ impl Estimate {
         let half = Z * (k + z2 / 4.0).sqrt();
         let value = k / t;
         Estimate {
-            kind: Kind::Rate {
-                count,
-                seconds: t,
-            },
+            kind: Kind::Rate { count, seconds: t },
             value,
             low: ((k + z2 / 2.0 - half) / t).clamp(0.0, value),
             high: ((k + z2 / 2.0 + half) / t).max(value),

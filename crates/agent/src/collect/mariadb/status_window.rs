@@ -107,8 +107,7 @@ impl StatusTracker {
         }
         // Drop reads older than the longest window, but always keep the previous one.
         while h.reads.len() > 1
-            && h
-                .reads
+            && h.reads
                 .front()
                 .is_some_and(|(at, _)| now.duration_since(*at) > self.max_window)
         {
@@ -140,8 +139,9 @@ impl StatusTracker {
         else {
             return Gathered::Unavailable(match &h.restarted {
                 Some((_, why)) => format!("{why}: the status windows start again at this sample"),
-                None => "the agent's first sample: the status windows start at its next sample"
-                    .into(),
+                None => {
+                    "the agent's first sample: the status windows start at its next sample".into()
+                }
             });
         };
         let (at, start) = &h.reads[first];
@@ -370,6 +370,9 @@ mod tests {
         let w = available(t.record(t0 + Duration::from_secs(7200), &st(7200), &vars("1")));
         let s = spans(&w);
         assert!(s[0].0 <= 60.0 && s[0].0 >= 50.0, "{s:?}");
-        assert!(s.last().unwrap().0 <= 3600.0 && s.last().unwrap().0 > 3500.0, "{s:?}");
+        assert!(
+            s.last().unwrap().0 <= 3600.0 && s.last().unwrap().0 > 3500.0,
+            "{s:?}"
+        );
     }
 }
