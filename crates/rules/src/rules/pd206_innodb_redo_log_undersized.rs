@@ -7,24 +7,23 @@ use super::fix::{restart_with, set_global};
 
 declare_rule! {
     /// ### What it does
-    /// Judges the InnoDB redo log (`innodb_log_file_size`) two ways, after PMM's redo-log
-    /// advisor:
-    /// - the checkpoint age (`Innodb_checkpoint_age`, read at both ends of the sample window)
-    ///   above {max_checkpoint_age} of its maximum (`Innodb_checkpoint_max_age`): InnoDB is
-    ///   about to flush pages synchronously to free log space;
-    /// - more redo written in the last hour (`Innodb_lsn_current`'s growth) than the log holds:
-    ///   the log does not cover an hour of writes, the usual sizing rule.
+    /// Judges the InnoDB redo log (`innodb_log_file_size`) by the checkpoint age
+    /// (`Innodb_checkpoint_age`, the larger of the window's reads) against its maximum
+    /// (`Innodb_checkpoint_max_age`). InnoDB's page cleaner flushes ahead from 7/8 of it —
+    /// a busy server on a small log sits there, which costs write combining but stalls nothing
+    /// — and makes writers wait for synchronous flushing from 15/16 (`max_modified_age_sync`
+    /// in `log0log.cc`; MariaDB 10.5+ waits at the maximum itself). Fails above
+    /// {max_checkpoint_age}: the stall is imminent. PMM's advisor errors at 80% in more than
+    /// one sample (`innodb_redo_logs_not_sized_correctly.yml`), which fires on every busy
+    /// server with the default 96 MiB log, sitting at ~88%.
     ///
-    /// The hour is measured, never extrapolated: a window shorter than an hour that already
-    /// wrote more redo than the log holds decides a fail (the hour around it wrote at least as
-    /// much); a pass needs a window of a whole hour (the agent's `[sample] max_status_window`,
-    /// an hour by default). A one-minute batch scaled ×60 is not an hourly write rate. Doctor's
-    /// short window rarely decides, so doctor falls back to the average hour since start-up of
-    /// a server up at least {min_uptime} s, and says so. A checkpoint age near its maximum
-    /// fails whatever the window; with a checkpoint age in bounds and no hour to judge, the
-    /// verdict is `insufficient_data`. MySQLTuner's rule
-    /// (the log 25% of the buffer pool) is not used: the pool's size says nothing about the
-    /// write rate.
+    /// The usual sizing rule — the log holds an hour of writes (PMM warns when more than 5% of
+    /// the last week's hourly increases exceed it) — is shown as evidence and sizes the fix,
+    /// but is advice, not a fail: the hour is measured, never extrapolated (a window of at
+    /// most an hour that wrote more than the log; doctor falls back to the average hour since
+    /// start-up of a server up at least {min_uptime} s, and says so). MySQLTuner's rule (the
+    /// log 25% of the buffer pool) is not used: the pool's size says nothing about the write
+    /// rate.
     ///
     /// ### Why is this bad?
     /// InnoDB can only reuse redo log space once the pages it describes are flushed. When the
@@ -47,18 +46,18 @@ declare_rule! {
         severity: Warning,
         scope: Database,
         summary: "the InnoDB redo log is too small for the write rate",
-        fails_when: "checkpoint age > 80% of its maximum, or more redo written within the last hour than `innodb_log_file_size` holds",
+        fails_when: "checkpoint age > 15/16 of its maximum (writers are about to wait for flushing); the hour of redo is advice",
         thresholds: [MAX_CHECKPOINT_AGE, MIN_UPTIME],
     }
 }
 
 const MAX_CHECKPOINT_AGE: Threshold = Threshold {
     key: "max_checkpoint_age",
-    default: 0.80,
+    default: 0.9375,
     min: 0.0,
     max: 1.0,
     unit: Unit::Ratio,
-    doc: "Innodb_checkpoint_age / Innodb_checkpoint_max_age (PMM: 80%)",
+    doc: "Innodb_checkpoint_age / Innodb_checkpoint_max_age: InnoDB's synchronous flush point, 15/16 (PMM: 80%, where a busy server on the default log sits normally)",
 };
 /// The sizing rule's hour.
 const HOUR: f64 = 3600.0;
@@ -125,66 +124,47 @@ impl Rule for InnodbRedoLogUndersized {
             },
             format_bytes(log)
         )];
-        let mut problems = Vec::new();
-        if age_share > limit_age {
-            problems.push(format!(
-                "the checkpoint age is {} of its maximum (limit {}): InnoDB flushes synchronously to free log space",
-                pct(age_share),
-                pct(limit_age)
-            ));
-        }
+        // The hour of redo: sizing advice, shown and used to size the fix, never a fail on
+        // its own (a busy server on the default log writes more than it holds in an hour
+        // without any stall).
         let judged = s
             .judge(limits.count(&MIN_UPTIME), |c| Ok(redo_hour(c, log)?.0))
             .and_then(|c| Ok((redo_hour(&c, log)?.1, c)));
-        let mut basis = None;
         let per_hour = match judged {
             Ok((per_hour, c)) => {
-                evidence.push(format!("redo: {}", c.describe()));
-                if per_hour > log as f64 {
-                    problems.push(format!(
-                        "{} of redo {} is more than the log holds ({})",
-                        format_bytes(per_hour as u64),
-                        if c.is_window() {
-                            "within the last hour"
-                        } else {
-                            "in an average hour since start-up"
-                        },
-                        format_bytes(log)
-                    ));
-                }
-                basis = Some(c.basis());
-                Some(per_hour)
-            }
-            Err(v) if problems.is_empty() => {
-                let mut v = Verdict::insufficient(format!(
-                    "the checkpoint age is in bounds ({} of its maximum), but the last hour's redo could not be judged: {}",
-                    pct(age_share),
-                    v.summary
+                evidence.push(format!(
+                    "redo: {}{}",
+                    c.describe(),
+                    if per_hour > log as f64 {
+                        " — more than the log holds: sizing advice (the usual rule is an hour of writes), not harm on its own"
+                    } else {
+                        ""
+                    }
                 ));
-                v.evidence = evidence;
-                return Err(v);
+                Some(per_hour)
             }
             Err(v) => {
                 evidence.push(format!("the last hour's redo not judged: {}", v.summary));
                 None
             }
         };
-        let mut v = if problems.is_empty() {
-            Verdict::pass(format!(
-                "the redo log ({}) holds more than an hour of writes and the checkpoint age is {} of its maximum",
-                format_bytes(log),
-                pct(age_share)
-            ))
-        } else {
+        let mut v = if age_share > limit_age {
             Verdict::fail(format!(
-                "the redo log ({}) is too small: {}",
+                "the redo log ({}) is too small: the checkpoint age is {} of its maximum (limit {}): InnoDB is about to make writers wait for page flushes to free log space",
                 format_bytes(log),
-                problems.join("; ")
+                pct(age_share),
+                pct(limit_age)
             ))
             .with_remediation(remedy(db, log, per_hour))
+        } else {
+            Verdict::pass(format!(
+                "the checkpoint age is {} of its maximum (limit {}): writes do not wait for the redo log ({})",
+                pct(age_share),
+                pct(limit_age),
+                format_bytes(log)
+            ))
         };
         v.evidence = evidence;
-        v.basis = basis;
         Ok(v)
     }
 }
@@ -261,48 +241,55 @@ pub(crate) mod tests {
 
     #[test]
     fn a_checkpoint_age_near_its_maximum_fails_whatever_the_window() {
+        // 95% of 77.1 MiB: writers are about to wait.
         let v = verdict(
             &InnodbRedoLogUndersized,
-            &server("75000000", 1.0, "999000000"),
+            &server("76800000", 1.0, "999000000"),
         );
         assert_eq!(v.status, Status::Fail, "{v:?}");
-        assert!(v.summary.contains("synchronously"), "{v:?}");
+        assert!(v.summary.contains("writers wait"), "{v:?}");
         let fix = v.remediation.unwrap();
         assert!(
             fix.starts_with("SET GLOBAL innodb_log_file_size = 268435456;"),
             "{fix}"
         );
+        // 88%, where InnoDB's page cleaner keeps a busy server on a small log: normal.
+        let v = verdict(
+            &InnodbRedoLogUndersized,
+            &server("71000000", 1.0, "999000000"),
+        );
+        assert_eq!(v.status, Status::Pass, "{v:?}");
     }
 
     #[test]
-    fn an_hour_of_writes_beyond_the_log_fails_and_sizes_the_fix() {
-        // 10 MB/s over a minute: 36 GB per hour.
+    fn an_hour_of_writes_beyond_the_log_is_advice_that_sizes_the_fix() {
+        // 572 MiB in one minute against a 96 MiB log: shown, not a fail on its own…
         let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "400000000"));
-        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+        assert!(
+            v.evidence.iter().any(|e| e.contains("sizing advice")),
+            "{v:?}"
+        );
+        // …but it sizes the fix when the checkpoint age fails.
+        let v = verdict(
+            &InnodbRedoLogUndersized,
+            &server("76800000", 60.0, "400000000"),
+        );
         let fix = v.remediation.unwrap();
         assert!(fix.contains("an hour of the measured writes"), "{fix}");
     }
 
     #[test]
-    fn a_quiet_hour_passes_and_a_shorter_window_is_insufficient() {
-        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 3600.0, "999990000"));
-        assert_eq!(v.status, Status::Pass, "{v:?}");
-        // A quiet minute is not an hour: it cannot show that the hour fits.
-        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "999990000"));
-        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
-        assert!(v.summary.contains("a pass needs a whole hour"), "{v:?}");
-    }
-
-    #[test]
-    fn a_one_minute_batch_is_not_scaled_to_an_hour() {
-        // 50 MiB in one minute (3 GiB an hour if scaled) against a 96 MiB log: the hour
-        // around it may well fit, so no fail — and no pass either.
+    fn a_short_window_does_not_extrapolate_the_hour() {
+        // 50 MiB in one minute (3 GiB an hour if scaled): the hour is not judged.
         let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "947571200"));
-        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
-        // 100 MiB in that minute: the hour holds at least that much, more than the log.
-        let v = verdict(&InnodbRedoLogUndersized, &server("1000", 60.0, "895142400"));
-        assert_eq!(v.status, Status::Fail, "{v:?}");
-        assert!(v.summary.contains("within the last hour"), "{v:?}");
+        assert_eq!(v.status, Status::Pass, "{v:?}");
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e.contains("not judged") && e.contains("a pass needs a whole hour")),
+            "{v:?}"
+        );
     }
 
     #[test]
