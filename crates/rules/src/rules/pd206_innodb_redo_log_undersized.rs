@@ -48,6 +48,7 @@ declare_rule! {
         scope: Database,
         summary: "the InnoDB redo log is too small for the write rate",
         fails_when: "checkpoint age > 80% of its maximum, or more redo written within the last hour than `innodb_log_file_size` holds",
+        severity_why: "warning: a checkpoint age near its maximum or an hour of redo beyond the log makes synchronous flushing likely under the present load",
         thresholds: [MAX_CHECKPOINT_AGE, MIN_UPTIME],
     }
 }
