@@ -59,6 +59,11 @@ pub struct RuleMeta {
     /// When it fails, in one line with its limits: the "fails when" column of the generated
     /// rule table (docs/rules.md).
     pub fails_when: &'static str,
+    /// Why the rule has its severity, in one line starting with the severity word
+    /// (`critical: …`): critical is harm measured now (requests failing, or a slowdown the
+    /// rule quantifies), warning is harm likely under the present load, info is configuration
+    /// advice. The "why" column of README.md's severity table.
+    pub severity_why: &'static str,
     /// The Rust type's name; the registry tests check `name` is its kebab-case form.
     pub type_name: &'static str,
     /// Raw doc comment (each line keeps rustdoc's leading space).
@@ -460,6 +465,7 @@ impl Verdict {
 ///         code: "PD101", name: "mhnsw-cache-undersized", severity: Critical, scope: Database,
 ///         summary: "a vector index's graph does not fit mhnsw_max_cache_size",
 ///         fails_when: "a vector index's estimated graph is larger than `mhnsw_max_cache_size`",
+///         severity_why: "critical: every query on the index rebuilds its graph",
 ///     }
 /// }
 ///
@@ -476,7 +482,8 @@ macro_rules! declare_rule {
             severity: $severity:ident,
             scope: $scope:ident,
             summary: $summary:literal,
-            fails_when: $fails_when:literal
+            fails_when: $fails_when:literal,
+            severity_why: $severity_why:literal
             $(, thresholds: [$($threshold:ident),* $(,)?])?
             $(, impact: [$($impact:ident),* $(,)?])? $(,)?
         }
@@ -493,6 +500,7 @@ macro_rules! declare_rule {
                 scope: $crate::Scope::$scope,
                 summary: $summary,
                 fails_when: $fails_when,
+                severity_why: $severity_why,
                 type_name: stringify!($Name),
                 doc: concat!($($doc, "\n",)*),
                 thresholds: &[$($($threshold),*)?],

@@ -242,6 +242,7 @@ mod tests {
             scope: crate::Scope::Host,
             summary: "example",
             fails_when: "never",
+            severity_why: "info: an example",
             type_name: "Example",
             doc,
             thresholds: &[T],

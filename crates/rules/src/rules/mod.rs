@@ -92,6 +92,25 @@ pub fn markdown_table() -> String {
     out
 }
 
+/// The severity table of README.md (between its `<!-- severity-table:start -->` markers), made
+/// from the declarations: code, name, severity and why (`severity_why` without its severity
+/// word).
+pub fn severity_table() -> String {
+    let mut out = String::from("| code | name | severity | why |\n|---|---|---|---|\n");
+    for rule in RULES {
+        let m = rule.meta();
+        let why = m
+            .severity_why
+            .split_once(": ")
+            .map_or(m.severity_why, |(_, why)| why);
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            m.code, m.name, m.severity, why
+        ));
+    }
+    out
+}
+
 /// Finds a rule by code (`PD101`, case-insensitive) or name (`mhnsw-cache-undersized`).
 pub fn find_rule(code_or_name: &str) -> Option<&'static dyn Rule> {
     let key = code_or_name.trim();
@@ -199,36 +218,74 @@ mod registry_tests {
         }
     }
 
-    /// docs/rules.md's table is the declarations' (`UPDATE_DOCS=1` rewrites it).
-    #[test]
-    fn the_docs_rule_table_is_generated() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rules.md");
-        let doc = std::fs::read_to_string(path).expect("docs/rules.md");
-        let (open, close) = ("<!-- rules -->\n", "<!-- /rules -->");
-        let start = doc.find(open).expect("docs/rules.md lacks <!-- rules -->") + open.len();
+    /// Replaces what lies between `open` and `close` in the file at `path` (relative to the
+    /// workspace) with `want` when `UPDATE_DOCS` is set; otherwise panics when it differs.
+    fn check_generated(path: &str, open: &str, close: &str, want: &str) {
+        let full = format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"));
+        let doc = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let start = doc
+            .find(open)
+            .unwrap_or_else(|| panic!("{path} lacks {}", open.trim()))
+            + open.len();
         let end = start
             + doc[start..]
                 .find(close)
-                .expect("docs/rules.md lacks <!-- /rules -->");
-        let want = markdown_table();
-        if doc[start..end] != want {
+                .unwrap_or_else(|| panic!("{path} lacks {close}"));
+        if doc[start..end] != *want {
             if std::env::var_os("UPDATE_DOCS").is_some() {
                 let updated = format!("{}{want}{}", &doc[..start], &doc[end..]);
-                std::fs::write(path, updated).expect("write docs/rules.md");
+                std::fs::write(&full, updated).unwrap_or_else(|e| panic!("write {path}: {e}"));
             } else {
                 panic!(
-                    "docs/rules.md's rule table is stale: run `UPDATE_DOCS=1 cargo test -p powerdiag-rules the_docs_rule_table`"
+                    "{path}'s generated table is stale: run `UPDATE_DOCS=1 cargo test -p powerdiag-rules the_docs_rule_table`"
                 );
             }
         }
+    }
+
+    /// docs/rules.md's rule table and README.md's severity table are the declarations'
+    /// (`UPDATE_DOCS=1` rewrites both).
+    #[test]
+    fn the_docs_rule_table_is_generated() {
+        check_generated(
+            "docs/rules.md",
+            "<!-- rules -->\n",
+            "<!-- /rules -->",
+            &markdown_table(),
+        );
+        check_generated(
+            "README.md",
+            "<!-- severity-table:start -->\n",
+            "<!-- severity-table:end -->",
+            &severity_table(),
+        );
         for rule in RULES {
             let m = rule.meta();
+            for (field, text) in [
+                ("fails_when", m.fails_when),
+                ("severity_why", m.severity_why),
+            ] {
+                assert!(
+                    !text.is_empty() && !text.contains('|') && !text.contains('\n'),
+                    "{}: {field} is one table cell",
+                    m.code
+                );
+            }
+        }
+    }
+
+    /// Every `severity_why` opens with its rule's severity word: `critical: `, `warning: `
+    /// or `info: `, then the reason.
+    #[test]
+    fn every_severity_why_starts_with_its_severity() {
+        for rule in RULES {
+            let m = rule.meta();
+            let prefix = format!("{}: ", m.severity.as_str());
             assert!(
-                !m.fails_when.is_empty()
-                    && !m.fails_when.contains('|')
-                    && !m.fails_when.contains('\n'),
-                "{}: fails_when is one table cell",
-                m.code
+                m.severity_why.starts_with(&prefix) && m.severity_why.len() > prefix.len() + 10,
+                "{}: severity_why must start with `{prefix}` and say why: {:?}",
+                m.code,
+                m.severity_why
             );
         }
     }

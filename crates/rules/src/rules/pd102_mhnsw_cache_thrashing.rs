@@ -42,6 +42,7 @@ declare_rule! {
         scope: Database,
         summary: "probe queries rebuild the MHNSW vector cache again and again",
         fails_when: "probe queries rebuild the vector cache (≥ 2 rebuilds and ≥ 1 in 10 queries after the first)",
+        severity_why: "critical: it measures vector searches waiting on a cache that evicts now",
         thresholds: [MIN_REBUILDS, MIN_REBUILD_SHARE, MIN_PROBE_QUERIES],
     }
 }

@@ -49,6 +49,7 @@ declare_rule! {
         scope: Database,
         summary: "probe queries' dominant stages spend most of their time stalled off the CPU",
         fails_when: "a probe query's dominant stage spends > 50% of its duration off the CPU",
+        severity_why: "warning: the probe measures stalls now, but not how much faster the query would run without them",
         thresholds: [MAX_STALL_SHARE, MIN_STAGE_US, MIN_PROFILES, MARGIN],
     }
 }

@@ -36,6 +36,7 @@ declare_rule! {
         scope: Database,
         summary: "InnoDB page checksums are computed in software instead of with hardware CRC-32C",
         fails_when: "`innodb_checksum_algorithm` is not a crc32 variant",
+        severity_why: "warning: a software checksum costs CPU on every page read and written, likely under a write-heavy load (up to ~30% measured on POWER8)",
     }
 }
 

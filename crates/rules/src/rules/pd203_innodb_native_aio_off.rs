@@ -33,6 +33,7 @@ declare_rule! {
         scope: Database,
         summary: "InnoDB does not use the kernel's asynchronous I/O",
         fails_when: "Linux with `innodb_use_native_aio=OFF` (AIX: AIO is always simulated)",
+        severity_why: "info: the effect of native AIO depends on the I/O size and is not measured here, so it is advice",
     }
 }
 

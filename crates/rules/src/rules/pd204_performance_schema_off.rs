@@ -36,6 +36,7 @@ declare_rule! {
         scope: Database,
         summary: "performance_schema is off, so statement-level checks cannot run",
         fails_when: "`performance_schema=OFF` (statement checks need it; enabling needs a restart)",
+        severity_why: "info: nothing is slower; it is configuration that hides the statement checks",
     }
 }
 

@@ -56,6 +56,7 @@ declare_rule! {
         scope: Database,
         summary: "the InnoDB buffer pool is smaller than the data and reads miss it",
         fails_when: "InnoDB data + indexes (`mysql.innodb_table_stats`) exceed `innodb_buffer_pool_size` **and** > 1% of page requests miss the pool over the window *(heuristic)*",
+        severity_why: "warning: page reads missing the pool are measured now, but not what they cost the queries",
         thresholds: [MAX_MISS_RATIO, MIN_UPTIME],
     }
 }
@@ -66,7 +67,7 @@ const MAX_MISS_RATIO: Threshold = Threshold {
     min: 0.0,
     max: 1.0,
     unit: Unit::Ratio,
-    doc: "Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests (heuristic; MySQLTuner: 10%)",
+    doc: "Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests (heuristic; MySQLTuner 2.9.1: requests / (requests + reads) < 90%, i.e. reads / requests > 11.1%, mysqltuner.pl 7517–7523, 11991–11993)",
 };
 
 impl Rule for InnodbBufferPoolUndersized {

@@ -47,6 +47,7 @@ declare_rule! {
         scope: Database,
         summary: "the InnoDB redo log is too small for the write rate",
         fails_when: "checkpoint age > 15/16 of its maximum (writers are about to wait for flushing); the hour of redo is advice",
+        severity_why: "warning: a checkpoint age near its maximum means writers are about to wait for synchronous flushing under the present load",
         thresholds: [MAX_CHECKPOINT_AGE, MIN_UPTIME],
     }
 }

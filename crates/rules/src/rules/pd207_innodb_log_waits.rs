@@ -34,6 +34,7 @@ declare_rule! {
         scope: Database,
         summary: "transactions wait for the InnoDB log buffer to be written",
         fails_when: "`Innodb_log_waits` grew over a window that wrote at least one log buffer of redo",
+        severity_why: "warning: waits for the log buffer are counted now, but not how long each stalled a commit",
         thresholds: [MAX_WAITS, MIN_UPTIME],
     }
 }
@@ -44,7 +45,7 @@ const MAX_WAITS: Threshold = Threshold {
     min: 0.0,
     max: 1e12,
     unit: Unit::Count,
-    doc: "Innodb_log_waits over the window (MySQLTuner: any)",
+    doc: "Innodb_log_waits over the window (MySQLTuner 2.9.1: > 1 per million log writes since start-up, mysqltuner.pl 12053–12068)",
 };
 
 impl Rule for InnodbLogWaits {

@@ -16,7 +16,8 @@ declare_rule! {
     /// recent window whose 95% interval lies on one side of the limit (the agent looks back up
     /// to `[sample] max_status_window`; doctor alone falls back to the counters since start-up
     /// of a server up at least {min_uptime} s, and says so). Fails above {max_disk_share} — MySQLTuner's
-    /// limit; PMM's advisor warns at 1% and errors at 5%, which flags servers where a few
+    /// limit; PMM's advisor (`mysql_performance_temp_ondisk_table_high.yml`, since start-up,
+    /// floored percentage) warns above 1% and errors above 5%, which flags servers where a few
     /// reports with TEXT columns spill by design. PD704 names the statements.
     ///
     /// ### Why is this bad?
@@ -41,6 +42,7 @@ declare_rule! {
         scope: Database,
         summary: "internal temporary tables spill to disk",
         fails_when: "> 25% of internal temporary tables go to disk over the window (MySQLTuner)",
+        severity_why: "warning: spills to disk are measured over the window, but not what they cost the queries",
         thresholds: [MAX_DISK_SHARE, MIN_UPTIME],
     }
 }
@@ -51,7 +53,7 @@ const MAX_DISK_SHARE: Threshold = Threshold {
     min: 0.0,
     max: 1.0,
     unit: Unit::Ratio,
-    doc: "Created_tmp_disk_tables / Created_tmp_tables (MySQLTuner: 25%; PMM: 1% warning, 5% error)",
+    doc: "Created_tmp_disk_tables / Created_tmp_tables (MySQLTuner 2.9.1: > 25%, mysqltuner.pl 7988; PMM: > 1% warning, > 5% error)",
 };
 
 /// Above this MySQLTuner stops recommending larger limits ("already large").

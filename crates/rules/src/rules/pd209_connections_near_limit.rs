@@ -43,6 +43,7 @@ declare_rule! {
         scope: Database,
         summary: "connections reach max_connections",
         fails_when: "connections refused at the limit over the last window, or open connections ≥ 85% of `max_connections` at a read of the last 5 min",
+        severity_why: "warning: connections near the limit make refusals likely under the present load",
         thresholds: [MAX_USED_SHARE],
     }
 }

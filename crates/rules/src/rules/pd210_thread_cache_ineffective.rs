@@ -39,6 +39,7 @@ declare_rule! {
         scope: Database,
         summary: "new connections create new threads instead of reusing cached ones",
         fails_when: "> 50% of new connections create a thread over the window (MySQLTuner); not under the thread pool",
+        severity_why: "info: a new thread per connection costs little per connection; the cache size is configuration advice",
         thresholds: [MAX_CREATED_SHARE, MIN_UPTIME],
     }
 }

@@ -45,6 +45,7 @@ declare_rule! {
         scope: Database,
         summary: "tables are reopened because the table caches are too small",
         fails_when: "> 20% of table opens miss `table_open_cache`, or a full `table_definition_cache` re-reads definitions, or `Open_files` > 85% of `open_files_limit` *(heuristic)*",
+        severity_why: "info: table reopens are measured, but their cost is small and not measured, so cache sizes are advice",
         thresholds: [MAX_MISS_SHARE, MAX_OPEN_FILES_SHARE, MIN_UPTIME],
     }
 }

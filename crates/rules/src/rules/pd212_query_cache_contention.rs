@@ -15,10 +15,11 @@ declare_rule! {
     /// - it is larger than {max_size} (pt-variable-advisor: above 128 MiB it slows the server
     ///   down), or
     /// - it answers less than {min_efficiency} of SELECTs (`Qcache_hits` / (`Qcache_hits` +
-    ///   `Com_select`)), judged over the shortest recent window whose 95% interval lies on
-    ///   one side of the limit (the agent looks back up to `[sample] max_status_window`;
-    ///   doctor alone falls back to the counters since start-up of a server up at least
-    ///   {min_uptime} s, and says so), or
+    ///   `Com_select`); MySQLTuner 2.9.1 divides by `Com_select` alone on MariaDB, where it
+    ///   counts cache hits too, MDEV-4981: `mysqltuner.pl` 7318–7327, 7875–7882), judged over
+    ///   the shortest recent window whose 95% interval lies on one side of the limit (the
+    ///   agent looks back up to `[sample] max_status_window`; doctor alone falls back to the
+    ///   counters since start-up of a server up at least {min_uptime} s, and says so), or
     /// - it prunes entries for lack of memory more than {max_prunes_per_day} times a day
     ///   (`Qcache_lowmem_prunes`, MySQLTuner's 98).
     ///
@@ -45,6 +46,7 @@ declare_rule! {
         scope: Database,
         summary: "the query cache is on and costs more than it saves",
         fails_when: "the query cache is on and answers < 20% of SELECTs, prunes > 98 a day, or is > 128 MiB (MySQLTuner, pt-variable-advisor)",
+        severity_why: "warning: a query cache that rarely hits makes mutex contention likely under a concurrent load",
         thresholds: [MAX_SIZE, MIN_EFFICIENCY, MAX_PRUNES_PER_DAY, MIN_UPTIME],
     }
 }
@@ -63,7 +65,7 @@ const MIN_EFFICIENCY: Threshold = Threshold {
     min: 0.0,
     max: 1.0,
     unit: Unit::Ratio,
-    doc: "Qcache_hits / (Qcache_hits + Com_select) (MySQLTuner: 20%)",
+    doc: "Qcache_hits / (Qcache_hits + Com_select) (MySQLTuner 2.9.1: 20% of Qcache_hits / Com_select on MariaDB, mysqltuner.pl 7875–7885)",
 };
 const MAX_PRUNES_PER_DAY: Threshold = Threshold {
     key: "max_prunes_per_day",

@@ -38,6 +38,7 @@ declare_rule! {
         scope: Database,
         summary: "sorts spill to temporary files and merge in passes",
         fails_when: "> 0.10 sort merge passes per sort over the window (MySQLTuner)",
+        severity_why: "info: merge passes are measured, but their cost is not, so sort_buffer_size and indexes are advice",
         thresholds: [MAX_MERGE_SHARE, MIN_UPTIME],
     }
 }

@@ -36,6 +36,7 @@ declare_rule! {
         scope: Database,
         summary: "joins scan the joined table without an index",
         fails_when: "≥ 10 joins without an index and > 250 a day over the window (MySQLTuner)",
+        severity_why: "info: joins without an index are counted, but their cost is not measured, so indexes are advice",
         thresholds: [MAX_PER_DAY, MIN_JOINS, MIN_UPTIME],
     }
 }

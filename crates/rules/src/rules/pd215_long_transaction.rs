@@ -35,6 +35,7 @@ declare_rule! {
         scope: Database,
         summary: "an old open transaction holds back InnoDB purge",
         fails_when: "a transaction open > 1 h (`INNODB_TRX`) or a history list > 100,000 (MySQLTuner) *(heuristic)*",
+        severity_why: "warning: a stalled purge slows reads and grows the undo log as the present load writes",
         thresholds: [MAX_TRANSACTION_AGE, MAX_HISTORY_LENGTH],
     }
 }

@@ -7,8 +7,11 @@ declare_rule! {
     /// On Linux, checks that InnoDB reads and writes its data files with `O_DIRECT`, bypassing
     /// the kernel's page cache: on MariaDB 11.0 and later `innodb_data_file_buffering = OFF`
     /// (the variable that replaced `innodb_flush_method` for data files), before that
-    /// `innodb_flush_method` = `O_DIRECT` or `O_DIRECT_NO_FSYNC`. pt-variable-advisor and
-    /// PMM's advisor flag the same. MariaDB's default since 10.6 is `O_DIRECT`, which passes.
+    /// `innodb_flush_method` = `O_DIRECT` or `O_DIRECT_NO_FSYNC`. pt-variable-advisor (3.5.7,
+    /// `bin/pt-variable-advisor` 3738–3743) and PMM's advisor
+    /// (`mysql_configuration_innodb_flush_method.yml`) flag anything but exactly `O_DIRECT`,
+    /// so also `O_DIRECT_NO_FSYNC`, which passes here; neither reads
+    /// `innodb_data_file_buffering`. MariaDB's default since 10.6 is `O_DIRECT`, which passes.
     ///
     /// ### Why is this bad?
     /// With buffered I/O every InnoDB page is cached twice: once in the buffer pool and again
@@ -28,6 +31,7 @@ declare_rule! {
         scope: Database,
         summary: "InnoDB data files go through the OS page cache: pages are cached twice",
         fails_when: "Linux and InnoDB data files buffered (`innodb_data_file_buffering=ON` on 11.x; else `innodb_flush_method` not `O_DIRECT*`)",
+        severity_why: "info: double caching wastes memory but no slowdown is measured here, so it is advice",
     }
 }
 

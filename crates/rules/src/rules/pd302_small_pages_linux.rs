@@ -40,6 +40,7 @@ declare_rule! {
         scope: Host,
         summary: "mariadbd's large memory is mapped with 4 KiB pages only, so TLB misses dominate pointer-chasing work",
         fails_when: "Linux, 4 KiB base pages, mariadbd > 1 GiB resident with ~no huge pages (THP never, or madvise/always with `AnonHugePages` ≈ 0) *(heuristic)*",
+        severity_why: "info: the benefit of huge pages for MariaDB on Linux is not measured here, so it is advice",
         thresholds: [MIN_RSS, MIN_HUGE_SHARE],
     }
 }

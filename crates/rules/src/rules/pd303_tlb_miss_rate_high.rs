@@ -24,6 +24,7 @@ declare_rule! {
         scope: Host,
         summary: "mariadbd misses the data TLB often: its pages are too small for its working set",
         fails_when: "hardware counters show > 1 dTLB miss per 1,000 instructions in mariadbd *(heuristic)*",
+        severity_why: "warning: a high dTLB miss rate is measured now, but not the time its page walks cost",
         thresholds: [MAX_PER_1K, MIN_INSTRUCTIONS],
     }
 }

@@ -32,6 +32,7 @@ declare_rule! {
         scope: Host,
         summary: "a dedicated capped partition runs at nominal frequency without the boost shared partitions get",
         fails_when: "dedicated capped partition at nominal frequency (no boost for single queries)",
+        severity_why: "info: nominal frequency is a trade-off of the partition mode, not a fault, so it is advice",
         impact: [PARTITION_MODE],
     }
 }

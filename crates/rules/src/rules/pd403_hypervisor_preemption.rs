@@ -49,6 +49,7 @@ declare_rule! {
         scope: Host,
         summary: "the hypervisor takes a significant share of CPU time or scatters dispatches",
         fails_when: "steal > 5% of CPU time, dispatch dispersions > 30% or far dispatches > 10% *(heuristic)*",
+        severity_why: "warning: stolen or scattered CPU time is measured now, but not what it costs the queries",
         thresholds: [MAX_STEAL, MAX_DISPERSIONS, MAX_FAR, MAX_INVOLUNTARY, MIN_WINDOW_TICKS],
     }
 }

@@ -32,6 +32,7 @@ declare_rule! {
         scope: Host,
         summary: "the CPU runs well below its nominal frequency under load",
         fails_when: "effective frequency < 90% of nominal while ≥ 50% busy *(heuristic)*",
+        severity_why: "warning: a frequency below nominal while ≥ 50% busy slows CPU-bound queries in proportion under the present load",
         thresholds: [MIN_RATIO, MIN_BUSY],
         impact: [FREQUENCY],
     }

@@ -29,6 +29,7 @@ declare_rule! {
         scope: Host,
         summary: "the POWER prefetch depth (DSCR) is at its default; DSCR=1 helped read-heavy work by ~10%",
         fails_when: "POWER host with DSCR 0 (default prefetch depth)",
+        severity_why: "info: DSCR gains depend on the workload and are not measured here, so it is an experiment to run",
     }
 }
 

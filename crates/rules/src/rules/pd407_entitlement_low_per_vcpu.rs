@@ -28,6 +28,7 @@ declare_rule! {
         scope: Host,
         summary: "a shared partition's entitlement is spread thin over its virtual processors",
         fails_when: "shared partition with < 0.6 entitled processor units per virtual processor *(heuristic)*",
+        severity_why: "warning: thin entitlement makes preemption likely whenever the shared pool is busy",
         thresholds: [MIN_PER_VCPU],
     }
 }

@@ -25,6 +25,7 @@ declare_rule! {
         scope: Host,
         summary: "NUMA nodes with CPUs but no memory (or badly unbalanced memory) force remote accesses",
         fails_when: "a NUMA node has CPUs but no memory, or memory differs > 2× between nodes *(heuristic)*",
+        severity_why: "warning: CPUs without local memory make remote accesses likely for every query",
         thresholds: [MAX_IMBALANCE],
     }
 }

@@ -28,6 +28,7 @@ declare_rule! {
         scope: Host,
         summary: "the hot data is larger than the L3 cache of mariadbd's CPUs: expect memory-bound speed",
         fails_when: "the largest vector graph (or buffer-pool data) exceeds the L3 of mariadbd's CPUs",
+        severity_why: "info: a working set larger than L3 is the hardware's limit, not a fault, so it is advice",
         impact: [CORES, CORES_MAX],
     }
 }

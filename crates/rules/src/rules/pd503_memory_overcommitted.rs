@@ -56,6 +56,7 @@ declare_rule! {
         scope: Database,
         summary: "the server's buffers can outgrow the host's RAM",
         fails_when: "global buffers + per-connection buffers (a temporary table each) × `max_connections` > 85% of RAM (MySQLTuner 2.x), or the buffer pool alone > 90% *(heuristic)*",
+        severity_why: "warning: the worst case past RAM makes swapping or the OOM killer likely in a burst of the present load",
         thresholds: [MAX_WORST_CASE, MAX_BUFFER_POOL],
     }
 }

@@ -36,6 +36,7 @@ declare_rule! {
         scope: Host,
         summary: "the host swaps while it serves the database",
         fails_when: "pages swapped in or out during the window (`/proc/vmstat`); `VmSwap` and since-boot counters are evidence only; no swap configured passes",
+        severity_why: "warning: swapping during the window is measured, but not what the swapped pages cost the queries",
         thresholds: [MIN_SWAP_PAGES],
     }
 }

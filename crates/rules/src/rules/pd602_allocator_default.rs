@@ -41,6 +41,7 @@ declare_rule! {
         scope: Host,
         summary: "mariadbd uses the C library's malloc; jemalloc was 3–4% faster",
         fails_when: "mariadbd maps no jemalloc/tcmalloc/mimalloc (libc malloc)",
+        severity_why: "info: jemalloc's small gain (3–4%) is measured elsewhere, not here, so it is advice",
         impact: [ALLOCATOR],
     }
 }

@@ -13,8 +13,9 @@ declare_rule! {
     /// (`SUM_NO_INDEX_USED` + `SUM_NO_GOOD_INDEX_USED` over `COUNT_STAR`). k-NN vector
     /// searches (`ORDER BY VEC_DISTANCE…`) are left out: the server counts each as a no-index
     /// scan although the vector index is used (PD101/PD102 judge them). The share is powerdiag's
-    /// own heuristic: MySQLTuner lists every digest that used no index and sys's
-    /// `statements_with_full_table_scans` ranks them, but neither says when it matters.
+    /// own heuristic: MySQLTuner 2.9.1 lists the top 5 digests by `sum_no_index_used`
+    /// (`mysqltuner.pl` 12886–12898) and sys's `statements_with_full_table_scans` ranks them,
+    /// but neither says when it matters.
     ///
     /// ### Why is this bad?
     /// A statement without a usable index reads every row of its table on each execution, so
@@ -40,6 +41,7 @@ declare_rule! {
         scope: Database,
         summary: "a statement with a large share of statement time uses no index",
         fails_when: "a statement with ≥ 20% of statement time used no (good) index in most executions; vector searches excluded *(heuristic)*",
+        severity_why: "warning: a scan taking ≥ 20% of statement time makes the server slow down as the table grows under the present load",
         thresholds: [MIN_TIME_SHARE, MIN_NO_INDEX_SHARE],
     }
 }

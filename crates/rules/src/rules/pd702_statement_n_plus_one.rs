@@ -14,7 +14,8 @@ declare_rule! {
     /// sent are closest to the lookup's calls — one lookup per listed row — if one is within a
     /// factor of 2; otherwise the busiest other statement of the schema. A lookup that runs
     /// about as often as everything else (a session read per request) does not fail. No peer
-    /// flags this pattern; pt-query-digest and PMM only rank by calls. All limits are
+    /// flags this pattern; pt-query-digest ranks statements by total time (`--order-by` default
+    /// `Query_time:sum`, `bin/pt-query-digest` 16100–16102). All limits are
     /// powerdiag's own heuristics and declared below.
     ///
     /// ### Why is this bad?
@@ -38,6 +39,7 @@ declare_rule! {
         scope: Database,
         summary: "one per-row lookup runs far more often than the statements around it (N+1 queries)",
         fails_when: "a per-row lookup (`WHERE … = ?`, ≤ 1.5 rows sent) runs ≥ 100 times, ≥ 10× its probable parent listing (or the schema's busiest other statement) and ≥ 20% of all calls *(heuristic)*",
+        severity_why: "info: N+1 lookups are counted, but their cost is not measured, so the batched query is advice",
         thresholds: [MIN_CALLS, MIN_CALL_RATIO, MIN_CALL_SHARE, MAX_ROWS_PER_CALL],
     }
 }

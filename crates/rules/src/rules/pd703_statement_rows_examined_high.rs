@@ -32,6 +32,7 @@ declare_rule! {
         scope: Database,
         summary: "a statement with a large share of time examines far more rows than it returns",
         fails_when: "a statement with ≥ 10% of statement time examines ≥ 10,000 rows per call and > 1,000 per row returned *(heuristic)*",
+        severity_why: "warning: a statement taking ≥ 10% of statement time throws away most of its work, likely to grow with the table",
         thresholds: [MIN_TIME_SHARE, MIN_EXAMINED_PER_CALL, MIN_EXAMINED_PER_RETURNED],
     }
 }

@@ -34,6 +34,7 @@ declare_rule! {
         scope: Database,
         summary: "statements write temporary tables to disk or sort in merge passes",
         fails_when: "a statement with ≥ 5% of statement time writes temporary tables to disk in ≥ 10% of executions or needs ≥ 1 sort merge pass per call *(heuristic)*",
+        severity_why: "info: it names the statements behind PD208 and PD213; their cost is not measured, so it is advice",
         thresholds: [MIN_TIME_SHARE, MIN_DISK_SHARE, MIN_MERGE_PASSES_PER_CALL],
     }
 }

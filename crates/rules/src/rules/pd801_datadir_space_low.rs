@@ -15,8 +15,10 @@ declare_rule! {
     /// A full `datadir` stops every write: InnoDB cannot extend a tablespace or write its redo
     /// log, and the server waits or fails statements with "The table is full". A full `tmpdir`
     /// fails the large sorts and GROUP BYs that spill there (PD208, PD704), often long before
-    /// anyone looks at the disk. MySQLTuner warns at 85% used; the node-mixin pages at 5% and
-    /// 3% free; powerdiag follows the 10% / 5% of the common database-host runbooks.
+    /// anyone looks at the disk. MySQLTuner 2.9.1 warns at 85% used (space or inodes) on every
+    /// mount point of `df -P` (`mysqltuner.pl` 4892–4928); the node-mixin warns below 5% free
+    /// and goes critical below 3%, each for 30 min (`alerts.libsonnet` 48–80); powerdiag
+    /// follows the 10% / 5% of the common database-host runbooks.
     ///
     /// ### Remediation
     /// Free space (old binary logs: `PURGE BINARY LOGS BEFORE NOW() - INTERVAL 3 DAY`; dumps
@@ -30,6 +32,7 @@ declare_rule! {
         scope: Host,
         summary: "a filesystem of the server's datadir, tmpdir or redo log is nearly full",
         fails_when: "the filesystem of `datadir`, `tmpdir` or the InnoDB log directory has < 10% free (critically low < 5%); a server on this host only",
+        severity_why: "warning: a nearly full filesystem makes failed writes likely as the present load grows it",
         thresholds: [MIN_FREE, CRITICAL_FREE],
     }
 }

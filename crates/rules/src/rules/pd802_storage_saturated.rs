@@ -29,6 +29,7 @@ declare_rule! {
         scope: Host,
         summary: "the device under the server's data is saturated",
         fails_when: "the device under the server's data was busy > 90% of the window with > 4 requests in flight on average *(heuristic)*",
+        severity_why: "warning: a saturated device is measured now, but not the latency it adds to queries",
         thresholds: [MAX_BUSY, MAX_IN_FLIGHT],
     }
 }
