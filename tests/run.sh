@@ -12,8 +12,9 @@
 #      builds for arm64 and ppc64le run under qemu-user on every recorded tree and example
 #      snapshot against the native build (tests/cross.sh);
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
-#      (hang) and a second 11.8 for the 10,000-table statement count (scale) on loopback ports
-#      under a temporary directory;
+#      (hang), a second 11.8 for the 10,000-table statement count (scale), and the others listed
+#      below, among them an 11.8 and a 10.11 with default options under a sysbench load
+#      (nofa118, nofa1011) on loopback ports under a temporary directory;
 #   4. the .deb and .rpm of the debug build (tests/package.sh): their files and scripts, and the
 #      .deb installed into a copy of the clean Debian 12 root, where doctor and the agent run
 #      against m1011; cargo test --workspace (unit tests and tests/it against those servers,
@@ -23,8 +24,8 @@
 # Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
 # scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 (on a tmpfs),
 # pitmem = +21, pitsql = +22, tls = +14 (TLS with tests/harness/tls.sh's certificates), tlsname =
-# +15 (its certificate names another host); the
-# packaged agent = +9; +16 and +23..+29 are free),
+# +15 (its certificate names another host), nofa118 = +16 and nofa1011 = +23 (default options,
+# tests/it/no_false_alarms.rs runs sysbench on them); the packaged agent = +9; +24..+29 are free),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -106,7 +107,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -119,11 +120,11 @@ done
 # The agent installed from the .deb (tests/package.sh) listens on base + 9.
 if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+22; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+23; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -141,7 +142,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (seven) and 10.11 (five) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (eight) and 10.11 (six) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -174,6 +175,11 @@ export POWERDIAG_IT_TLS_CERTS=$POWERDIAG_IT_DIR/tls-certs
 POWERDIAG_IT_MARIADB_OPTIONS="$("$HERE/harness/tls.sh" server-options "$POWERDIAG_IT_TLS_CERTS")" start_server tls 11.8 14
 # tlsname: the same CA, a certificate naming another host (VERIFY_CA against VERIFY_IDENTITY)
 POWERDIAG_IT_MARIADB_OPTIONS="$("$HERE/harness/tls.sh" server-options "$POWERDIAG_IT_TLS_CERTS" wrongname)" start_server tlsname 11.8 15
+# nofa118, nofa1011: the harness's default options, owned by tests/it/no_false_alarms.rs, which
+# runs sysbench oltp_read_write (tests/harness/sysbench.sh) on them and wants no failing warning
+# or critical verdict from doctor or the agent.
+start_server nofa118 11.8 16
+start_server nofa1011 10.11 23
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

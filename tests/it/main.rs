@@ -31,6 +31,7 @@ mod linux_fixtures;
 mod live_host;
 mod mariadb1011;
 mod no_database;
+mod no_false_alarms;
 mod prometheus;
 mod runbooks;
 mod scale;
