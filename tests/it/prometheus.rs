@@ -41,6 +41,63 @@ pub(crate) fn query(p: &Prometheus, promql: &str) -> Vec<Value> {
     v["data"]["result"].as_array().cloned().unwrap_or_default()
 }
 
+/// Prometheus's active alerts: (alertname, code label, state: pending or firing).
+pub(crate) fn alerts(p: &Prometheus) -> Vec<(String, String, String)> {
+    let Some((200, _, body)) = get(p.port, "/api/v1/alerts") else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["alerts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|a| {
+            let l = |k: &str| a["labels"][k].as_str().unwrap_or_default().to_owned();
+            (
+                l("alertname"),
+                l("code"),
+                a["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A Prometheus scraping the agent on `agent_port` every second as job `powerdiag`, with the
+/// shipped alert rules (deploy/prometheus/powerdiag.rules.yml) evaluated every second and
+/// every `for:` shortened to `for_` in the copy; `dir` holds its files.
+pub(crate) fn prometheus_with_alerts(
+    dir: &std::path::Path,
+    agent_port: u16,
+    for_: &str,
+) -> Prometheus {
+    let rules = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../deploy/prometheus/powerdiag.rules.yml"),
+    )
+    .unwrap();
+    let shortened: String = rules
+        .lines()
+        .map(|l| match l.split_once("for: ") {
+            Some((indent, _)) if indent.trim().is_empty() => format!("{indent}for: \"{for_}\""),
+            _ => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(shortened, rules, "no `for:` found in the rules");
+    std::fs::write(dir.join("powerdiag.rules.yml"), shortened).unwrap();
+    let cfg = dir.join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files: ['{}']\nscrape_configs:\n  - job_name: powerdiag\n    static_configs:\n      - targets: ['127.0.0.1:{agent_port}']\n",
+            dir.join("powerdiag.rules.yml").display()
+        ),
+    )
+    .unwrap();
+    start_prometheus(&cfg)
+}
+
 /// Starts a throw-away Prometheus (tests/harness/prometheus.sh) with `config`, stopped when
 /// dropped.
 pub(crate) fn start_prometheus(config: &std::path::Path) -> Prometheus {

@@ -394,6 +394,24 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
         .await
         .unwrap();
         let watcher = Arc::new(watcher);
+        // A real Prometheus scrapes that agent with the shipped alert rules (every `for:`
+        // shortened to 2 s in a copy): the warning alert must fire and then resolve.
+        let prom_dir = tempfile::tempdir().unwrap();
+        let prom = Arc::new({
+            let (dir, port) = (prom_dir.path().to_owned(), watcher.agent.port);
+            tokio::task::spawn_blocking(move || {
+                crate::prometheus::prometheus_with_alerts(&dir, port, "2s")
+            })
+            .await
+            .unwrap()
+        });
+        let pd208_alert = |p: &crate::prometheus::Prometheus| {
+            crate::prometheus::alerts(p)
+                .into_iter()
+                .filter(|(name, code, _)| name == "PowerdiagWarningCheckFailing" && code == "PD208")
+                .map(|(_, _, state)| state)
+                .collect::<Vec<_>>()
+        };
         let load = sql_load(&server).await;
         // Past the first iterations (threads created, tables first opened).
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -449,6 +467,21 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
                 "{code}'s summary does not name its window: {c}"
             );
         }
+
+        // Prometheus fires the warning alert for PD208.
+        let p = Arc::clone(&prom);
+        let fired = tokio::task::spawn_blocking(move || {
+            crate::agent::eventually(Duration::from_secs(60), || {
+                pd208_alert(&p).iter().any(|s| s == "firing")
+            })
+        })
+        .await
+        .unwrap();
+        assert!(
+            fired,
+            "PowerdiagWarningCheckFailing{{code=\"PD208\"}} never fired: {:?}",
+            crate::prometheus::alerts(&prom)
+        );
 
         // The fixes, exactly as the findings print them, and the index PD214 asks for; the
         // application reconnects (the globals reach new connections).
@@ -506,6 +539,18 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
                 explain(&j, &SQL_CODES)
             );
         }
+        // The alert has resolved (the agent stopped failing PD208 well over 20 s ago).
+        let p = Arc::clone(&prom);
+        let resolved = tokio::task::spawn_blocking(move || {
+            crate::agent::eventually(Duration::from_secs(30), || pd208_alert(&p).is_empty())
+        })
+        .await
+        .unwrap();
+        assert!(
+            resolved,
+            "the PD208 alert did not resolve after the fix: {:?}",
+            crate::prometheus::alerts(&prom)
+        );
         // Quiet: the server idles; the agent must not fall back on the counters since
         // start-up, which hold the provoked minutes.
         let w = Arc::clone(&watcher);
@@ -530,6 +575,12 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
                 .all(|(_, s)| s == "pass" || s == "insufficient_data"),
             "quiet: {now:?}"
         );
+        assert!(
+            pd208_alert(&prom).is_empty(),
+            "the PD208 alert came back on the quiet server: {:?}",
+            crate::prometheus::alerts(&prom)
+        );
+        drop(prom_dir);
         c.disconnect().await.unwrap();
     });
 }
