@@ -245,6 +245,47 @@ mod registry_tests {
 
     /// docs/rules.md's rule table and README.md's severity table are the declarations'
     /// (`UPDATE_DOCS=1` rewrites both).
+    /// Issue 32's policy, as far as a test can see it in the code: no rule judges a status
+    /// counter since start-up. A counter is read through `Snapshot::judge` or a window
+    /// (`Counts::get`); `status_u64` of a counter (its value since start-up) is allowed only as
+    /// evidence, marked `// evidence only` on the line before.
+    #[test]
+    fn no_rule_judges_a_counter_since_start_up() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rules");
+        let mut offences = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name == "mod.rs" {
+                continue;
+            }
+            if text.contains("startup_counts(") {
+                offences.push(format!("{name}: calls startup_counts (only counters.rs may)"));
+            }
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let Some(rest) = line.split("status_u64(StatusVar::").nth(1) else {
+                    continue;
+                };
+                let ident: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+                let var = crate::StatusVar::ALL
+                    .iter()
+                    .find(|v| format!("{v:?}") == ident)
+                    .unwrap_or_else(|| panic!("{name}: unknown StatusVar::{ident}"));
+                let marked = i > 0 && lines[i - 1].contains("evidence only");
+                if var.is_counter() && !marked {
+                    offences.push(format!(
+                        "{name}:{}: reads the counter {} since start-up",
+                        i + 1,
+                        var.name()
+                    ));
+                }
+            }
+        }
+        assert!(offences.is_empty(), "{offences:#?}");
+    }
+
     #[test]
     fn the_docs_rule_table_is_generated() {
         check_generated(

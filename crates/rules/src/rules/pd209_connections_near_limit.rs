@@ -121,6 +121,7 @@ impl Rule for ConnectionsNearLimit {
             )),
             _ => evidence.push(format!(
                 "{} connections refused for the limit since start-up (Connection_errors_max_connections): history, not judged without a window",
+                // evidence only: shown, never judged
                 db.status_u64(StatusVar::ConnectionErrorsMaxConnections).unwrap_or(0)
             )),
         }
