@@ -306,8 +306,13 @@ impl Watcher {
     /// The agent's checks on `codes` in full, judged again from its current snapshot (for
     /// assertion messages).
     fn explain(&self, codes: &[&str]) -> String {
+        explain(&self.report(), codes)
+    }
+
+    /// The agent's current snapshot judged again by `powerdiag doctor --from` (JSON).
+    fn report(&self) -> Value {
         let Some((_, _, body)) = crate::agent::get(self.agent.port, "/api/v1/snapshot") else {
-            return "no snapshot".into();
+            return Value::Null;
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("snapshot.json");
@@ -317,8 +322,7 @@ impl Watcher {
             .arg(&path)
             .output()
             .unwrap();
-        let j: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        explain(&j, codes)
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
     }
 
     /// Reads the verdicts every 200 ms for `span` and returns every (code, status) seen that
@@ -722,6 +726,16 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
         .await;
         buffer_pool_is(&mut c, 256 << 20).await;
         mem_schema(&mut c).await;
+        // One agent follows the whole sequence (PD205 and PD209 through the fix and after),
+        // started once the data exists: it reuses the InnoDB size for `innodb_refresh`.
+        let watcher = Arc::new(
+            tokio::task::spawn_blocking({
+                let server = server.clone();
+                move || Watcher::start(&server)
+            })
+            .await
+            .unwrap(),
+        );
         // The pitfalls: a pool a fifth of the data, the smallest redo log (it must hold the
         // 16 MiB log buffer), a join buffer that 20 connections would make twice the RAM, the
         // connection limit at what the clients hold open, buffered data files.
@@ -756,9 +770,9 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             ],
         )
         .await;
-        // Idle clients up to 18 of 20 connections (doctor is the 19th).
+        // Idle clients and the agent up to 18 of 20 connections (doctor is the 19th).
         let mut idle = Vec::new();
-        for _ in 0..13 {
+        for _ in 0..12 {
             idle.push(conn(&server).await);
         }
         exec(&mut c, &["SET GLOBAL max_connections = 20"]).await;
@@ -774,7 +788,12 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             .map(str::to_owned)
             .to_vec()
         };
+        let w = Arc::clone(&watcher);
+        let agent = tokio::task::spawn_blocking(move || {
+            w.until(&["PD205", "PD209"], "fail", Duration::from_secs(90))
+        });
         let j = doctor_while_loaded(server.root_url(), args("10s")).await;
+        agent.await.unwrap();
         load.stop().await;
         let codes = ["PD205", "PD209", "PD215", "PD216", "PD503"];
         let got = statuses(&j, &codes);
@@ -870,20 +889,192 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             "small commits",
             small_commits(conn(&server).await, load.flag()),
         );
+        // The agent: no fail of PD205 or PD209 from two sample intervals after the fix on.
+        let w = Arc::clone(&watcher);
+        let after_fix = tokio::task::spawn_blocking(move || {
+            let codes = ["PD205", "PD209"];
+            let late = w.fails_during(&codes, 2 * INTERVAL + Duration::from_secs(2));
+            let again = w.fails_during(&codes, Duration::from_secs(12));
+            (late, again, w.explain(&codes))
+        });
         let j = doctor_while_loaded(server.root_url(), args("15s")).await;
+        let (late, again, now) = after_fix.await.unwrap();
         load.stop().await;
         let got = statuses(&j, &MEM_CODES);
-        // PD206 passes only on a whole hour of redo (a short window cannot show that the hour
-        // fits), so after the fix it may say so instead.
         assert!(
-            got.iter()
-                .all(|(code, s)| s == "pass" || (code == "PD206" && s == "insufficient_data")),
+            got.iter().all(|(_, s)| s == "pass"),
             "fixed: {got:?}\n{}",
             explain(&j, &MEM_CODES)
+        );
+        let last_late = late.last().map_or(0.0, |(t, _)| *t);
+        assert!(
+            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
+            "a verdict still failed after two sample intervals: {late:?}\n{now}"
+        );
+        assert!(
+            again.is_empty(),
+            "a verdict failed again after the fix: {again:?}\n{now}"
         );
         for i in idle {
             let _ = i.disconnect().await;
         }
+        // Quiet: still no fail.
+        let w = Arc::clone(&watcher);
+        let (quiet, now) = tokio::task::spawn_blocking(move || {
+            let codes = ["PD205", "PD209"];
+            (w.fails_during(&codes, 10 * INTERVAL), w.explain(&codes))
+        })
+        .await
+        .unwrap();
+        assert!(
+            quiet.is_empty(),
+            "a verdict failed on the quiet server: {quiet:?}\n{now}"
+        );
         c.disconnect().await.unwrap();
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// pitmem restarted: log waits (PD207), fixed by the restart its finding prints
+
+/// (Re)starts `pitmem` with `options` (server options, `name=value` space-separated).
+fn restart_pitmem(server: &Server, options: &str) {
+    for (args, env) in [
+        (vec!["stop", "pitmem"], ""),
+        (vec!["start", "pitmem", "11.8"], options),
+    ] {
+        let port = server.port.to_string();
+        let mut args = args;
+        if args[0] == "start" {
+            args.push(&port);
+        }
+        let out = std::process::Command::new(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/harness/mariadb.sh"),
+        )
+        .args(&args)
+        .env("POWERDIAG_IT_MARIADB_OPTIONS", env)
+        .output()
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "mariadb.sh {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Four connections, each inserting 10 MB in one statement, again and again: with a 2 MiB
+/// log buffer the transactions wait for it.
+async fn big_inserts(mut c: Conn, stop: Arc<AtomicBool>) -> u64 {
+    let mut i = 0u64;
+    while running(&stop) {
+        c.query_drop("INSERT INTO pit.w (pad) SELECT REPEAT('x', 20000) FROM seq_1_to_500")
+            .await
+            .unwrap();
+        c.query_drop("DELETE FROM pit.w").await.unwrap();
+        i += 1;
+    }
+    i
+}
+
+#[test]
+fn log_waits_fail_then_clear_after_the_restart_the_finding_prints() {
+    let server = Server::get("pitmem");
+    let _machine = machine_load_lock();
+    // The pitfall: the smallest log buffer (11.8 rounds up to 2 MiB).
+    restart_pitmem(&server, "innodb_log_buffer_size=2097152");
+    block_on(async {
+        let mut c = conn(&server).await;
+        exec(
+            &mut c,
+            &[
+                "CREATE DATABASE IF NOT EXISTS pit",
+                "CREATE TABLE IF NOT EXISTS pit.w (id INT AUTO_INCREMENT PRIMARY KEY, pad TEXT) ENGINE=InnoDB",
+                "USE pit",
+            ],
+        )
+        .await;
+        let watcher = Arc::new(
+            tokio::task::spawn_blocking({
+                let server = server.clone();
+                move || Watcher::start(&server)
+            })
+            .await
+            .unwrap(),
+        );
+        let start_load = |server: Server| async move {
+            let mut load = Load::new();
+            for _ in 0..4 {
+                let mut c = conn(&server).await;
+                c.query_drop("USE pit").await.unwrap();
+                load.spawn("big inserts", big_inserts(c, load.flag()));
+            }
+            load
+        };
+        let load = start_load(server.clone()).await;
+        let w = Arc::clone(&watcher);
+        let report = tokio::task::spawn_blocking(move || {
+            w.until(&["PD207"], "fail", Duration::from_secs(90));
+            w.report()
+        })
+        .await
+        .unwrap();
+        load.stop().await;
+        let fix = check(&report, "PD207")["remediation"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        // The finding prints the option and the restart: apply exactly that.
+        let size = fix
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("innodb_log_buffer_size = "))
+            .unwrap_or_else(|| panic!("no innodb_log_buffer_size in PD207's fix: {fix}"))
+            .to_owned();
+        assert!(fix.contains("restart mariadbd"), "{fix}");
+        c.disconnect().await.unwrap();
+        restart_pitmem(&server, &format!("innodb_log_buffer_size={size}"));
+        let load = start_load(server.clone()).await;
+        let w = Arc::clone(&watcher);
+        let (late, again, now) = tokio::task::spawn_blocking(move || {
+            let late = w.fails_during(&["PD207"], 2 * INTERVAL + Duration::from_secs(2));
+            let again = w.fails_during(&["PD207"], Duration::from_secs(20));
+            (late, again, w.explain(&["PD207"]))
+        })
+        .await
+        .unwrap();
+        let ran = load.stop().await;
+        assert!(
+            ran.iter().all(|(_, n)| *n > 0),
+            "the load barely ran: {ran:?}"
+        );
+        let last_late = late.last().map_or(0.0, |(t, _)| *t);
+        assert!(
+            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
+            "PD207 still failed after two sample intervals: {late:?}\n{now}"
+        );
+        assert!(
+            again.is_empty(),
+            "PD207 failed again after the fix: {again:?}\n{now}"
+        );
+        // Quiet: still no fail.
+        let w = Arc::clone(&watcher);
+        let (quiet, now) = tokio::task::spawn_blocking(move || {
+            (
+                w.fails_during(&["PD207"], 10 * INTERVAL),
+                w.explain(&["PD207"]),
+            )
+        })
+        .await
+        .unwrap();
+        assert!(
+            quiet.is_empty(),
+            "PD207 failed on the quiet server: {quiet:?}\n{now}"
+        );
+        let mut c = conn(&server).await;
+        exec(&mut c, &["DROP TABLE pit.w"]).await;
+        c.disconnect().await.unwrap();
+    });
+    // Back to the harness's options for the other tests on pitmem.
+    restart_pitmem(&server, "");
 }

@@ -261,7 +261,9 @@ mod registry_tests {
                 continue;
             }
             if text.contains("startup_counts(") {
-                offences.push(format!("{name}: calls startup_counts (only counters.rs may)"));
+                offences.push(format!(
+                    "{name}: calls startup_counts (only counters.rs may)"
+                ));
             }
             let lines: Vec<&str> = text.lines().collect();
             for (i, line) in lines.iter().enumerate() {
