@@ -49,7 +49,7 @@ fn a_global_statement_limit_and_sql_mode_do_not_blind_doctor() {
     let j = r.json();
     assert_eq!(j["mariadb"]["reachable"], true, "{}", r.stdout);
     // Server checks judged on what was read, not "insufficient" because the reads were killed.
-    for code in ["PD201", "PD203", "PD204"] {
+    for code in ["PD216", "PD203", "PD204"] {
         let c = check(&j, code);
         assert_ne!(c["status"], "insufficient_data", "{code}: {c:#}");
     }
