@@ -14,9 +14,10 @@ declare_rule! {
     /// `query_cache_size` above 0) and, if so, whether it earns its cost. Fails when
     /// - it is larger than {max_size} (pt-variable-advisor: above 128 MiB it slows the server
     ///   down), or
-    /// - it answers less than {min_efficiency} of SELECTs (`Qcache_hits` / (`Qcache_hits` +
-    ///   `Com_select`); MySQLTuner 2.9.1 divides by `Com_select` alone on MariaDB, where it
-    ///   counts cache hits too, MDEV-4981: `mysqltuner.pl` 7318–7327, 7875–7882), judged over
+    /// - it answers less than {min_efficiency} of SELECTs: `Qcache_hits` / `Com_select` on
+    ///   MariaDB, whose `Com_select` counts the SELECTs answered from the cache too (since 5.5;
+    ///   MySQLTuner 2.9.1 likewise, `mysqltuner.pl` 7318–7327, 7875–7882), `Qcache_hits` /
+    ///   (`Qcache_hits` + `Com_select`) on MySQL, whose `Com_select` does not; judged over
     ///   the shortest recent window whose 95% interval lies on one side of the limit (the
     ///   agent looks back up to `[sample] max_status_window`; doctor alone falls back to the
     ///   counters since start-up of a server up at least {min_uptime} s, and says so), or
@@ -65,7 +66,7 @@ const MIN_EFFICIENCY: Threshold = Threshold {
     min: 0.0,
     max: 1.0,
     unit: Unit::Ratio,
-    doc: "Qcache_hits / (Qcache_hits + Com_select) (MySQLTuner 2.9.1: 20% of Qcache_hits / Com_select on MariaDB, mysqltuner.pl 7875–7885)",
+    doc: "SELECTs answered from the cache: Qcache_hits / Com_select on MariaDB, / (Qcache_hits + Com_select) on MySQL (MySQLTuner 2.9.1: 20%, mysqltuner.pl 7875–7885)",
 };
 const MAX_PRUNES_PER_DAY: Threshold = Threshold {
     key: "max_prunes_per_day",
@@ -107,8 +108,17 @@ impl Rule for QueryCacheContention {
         }
         let min_eff = limits.get(&MIN_EFFICIENCY);
         let max_prunes = limits.get(&MAX_PRUNES_PER_DAY) / 86_400.0;
+        // (answered from the cache, executed). MariaDB's Com_select counts both; MySQL's only
+        // the executed ones.
+        let mariadb = db.version.flavour == crate::Flavour::Mariadb;
         let selects = |c: &crate::Counts<'_>| -> Result<(u64, u64), Verdict> {
-            Ok((c.get(StatusVar::QcacheHits)?, c.get(StatusVar::ComSelect)?))
+            let hits = c.get(StatusVar::QcacheHits)?;
+            let com = c.get(StatusVar::ComSelect)?;
+            Ok(if mariadb {
+                (hits.min(com), com.saturating_sub(hits))
+            } else {
+                (hits, com)
+            })
         };
         // Efficiency fails below its limit: judged as the share of SELECTs *not* answered from
         // the cache, against 1 − the limit. Prunes are a rate.
@@ -216,6 +226,10 @@ pub(crate) mod tests {
             verdict(&QueryCacheContention, &on("5000").build()).status,
             Status::Pass
         );
+        // MariaDB's Com_select counts the cache hits too: 240 of 1,000 SELECTs answered from
+        // the cache is 24%, above the 20% limit (not 240 / 1,240 = 19%).
+        let v = verdict(&QueryCacheContention, &on("240").build());
+        assert_eq!(v.status, Status::Pass, "{v:?}");
         let big = on("5000").var(Var::QueryCacheSize, "536870912").build();
         assert_eq!(verdict(&QueryCacheContention, &big).status, Status::Fail);
         let default = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
