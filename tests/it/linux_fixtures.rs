@@ -204,8 +204,11 @@ fn a_recorded_window_replays_swapping_and_a_saturated_datadir() {
 
     use powerdiag_rules::Status;
     assert_eq!(pd504.0, Status::Fail, "{pd504:?}");
+    // Swapping during the recorded window fails; mariadbd's 3.2 GiB in swap is evidence.
     assert!(
-        pd504.1.contains("3.2 GiB of mariadbd's memory is in swap"),
+        pd504
+            .1
+            .contains("swapped 161.5 MiB in and 230 MiB out over the window 30.00 s"),
         "{pd504:?}"
     );
     assert_eq!(pd802.0, Status::Fail, "{pd802:?}");
@@ -228,7 +231,12 @@ fn a_recorded_window_replays_swapping_and_a_saturated_datadir() {
         panic!("no os facts")
     };
     assert_eq!(os.swap.as_ref().unwrap().basis, "since boot");
-    assert_eq!(pd504.0, Status::Fail, "VmSwap alone still fails: {pd504:?}");
+    // mariadbd's memory in swap is a leftover, not swapping now: without a window, unknown.
+    assert_eq!(
+        pd504.0,
+        Status::InsufficientData,
+        "VmSwap alone is evidence, not a fail: {pd504:?}"
+    );
     assert_eq!(pd801.0, Status::InsufficientData, "{pd801:?}");
     assert!(pd801.1.contains("recorded/statvfs"), "{pd801:?}");
     assert_eq!(pd802.0, Status::InsufficientData, "{pd802:?}");

@@ -92,6 +92,8 @@ pub enum Basis {
     Window { seconds: f64, source: WindowSource },
     /// The counters as they are: since start-up, `uptime` seconds.
     SinceStartup { uptime: u64 },
+    /// OS counters since the host booted (doctor, when its window could not decide).
+    SinceBoot,
 }
 
 impl Basis {
@@ -102,6 +104,7 @@ impl Basis {
             Basis::SinceStartup { uptime } => {
                 format!("since start-up {} ago", format_secs(uptime))
             }
+            Basis::SinceBoot => "since boot".to_owned(),
         }
     }
 }
@@ -200,6 +203,8 @@ impl Counts<'_> {
         match self.basis {
             Basis::Window { seconds, .. } => seconds,
             Basis::SinceStartup { uptime } => uptime as f64,
+            // Not a basis of status counts (OS counters only).
+            Basis::SinceBoot => 0.0,
         }
     }
 
@@ -251,6 +256,7 @@ impl Counts<'_> {
                 "counters since start-up (server up {})",
                 format_secs(uptime)
             ),
+            Basis::SinceBoot => "OS counters since boot".to_owned(),
         };
         if let Some(n) = &self.note {
             s.push_str(&format!(" ({n})"));

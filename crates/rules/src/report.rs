@@ -81,7 +81,10 @@ pub fn evaluate_with(snapshot: &Snapshot, settings: &Settings) -> Report {
 /// and is at most a warning: it describes the server's history, not its present.
 fn with_basis(severity: Severity, v: &crate::Verdict) -> (Severity, String) {
     match (v.basis, v.status) {
-        (Some(b @ crate::Basis::SinceStartup { .. }), Status::Fail | Status::Pass) => (
+        (
+            Some(b @ (crate::Basis::SinceStartup { .. } | crate::Basis::SinceBoot)),
+            Status::Fail | Status::Pass,
+        ) => (
             severity.min(Severity::Warning),
             format!(
                 "{} — judged {}, because doctor's window could not decide (history, not necessarily now)",

@@ -70,7 +70,7 @@ fn redo_hour(c: &Counts<'_>, log: u64) -> Result<(Evidence, f64), Verdict> {
     let written = c.get(StatusVar::InnodbLsnCurrent)?;
     let seconds = c.seconds().max(1e-3);
     Ok(match c.basis() {
-        Basis::SinceStartup { .. } => {
+        Basis::SinceStartup { .. } | Basis::SinceBoot => {
             let per_hour = written as f64 * HOUR / seconds.max(HOUR);
             (
                 Evidence::Decides(format!(

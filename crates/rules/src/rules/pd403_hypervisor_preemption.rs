@@ -20,9 +20,11 @@ declare_rule! {
     /// on a 2-CPU host is 200 ticks, where a burst of a dozen stolen ticks reads as 6% and the
     /// next run reads 0% — the verdict flipped between two runs on an unchanged host. A window
     /// shorter than `min_window_ticks` ({min_window_ticks} ticks by default, 5 s on 2 CPUs) does not
-    /// decide: the rule judges the steal share since boot instead and says so, or, without
-    /// it, answers `insufficient_data` naming the window to use (`--sample-window`). AIX's
-    /// PURR-based counters have timebase resolution and are not tick-limited.
+    /// decide: doctor then judges the steal share since boot and says so in the summary (the
+    /// host's history, not necessarily now), and the agent, which judges only the recent past,
+    /// answers `insufficient_data` naming the window to use. Partition counters since boot
+    /// (a recorded tree) are judged the same way: by doctor, saying so; never by the agent.
+    /// AIX's PURR-based counters have timebase resolution and are not tick-limited.
     ///
     /// ### Why is this bad?
     /// A preempted virtual processor stops mid-query, and when it runs again its L2/L3 lines
@@ -103,6 +105,9 @@ impl Rule for HypervisorPreemption {
         let mut problems = Vec::new();
         let mut too_short = None;
         let min_ticks = limits.count(&MIN_WINDOW_TICKS);
+        // The agent judges the recent past only: counters since boot are evidence there.
+        let agent = s.origin == Some(crate::Origin::Agent);
+        let mut since_boot = false;
         let steal = match (t.steal_share, t.ticks) {
             (Some(share), Some(ticks)) if t.basis != "since boot" && ticks < min_ticks => {
                 let why = format!(
@@ -115,9 +120,21 @@ impl Rule for HypervisorPreemption {
                         .unwrap_or(10.0),
                 );
                 match t.since_boot_steal_share {
-                    Some(boot) => {
+                    Some(boot) if !agent => {
                         evidence.push(format!("{why}: judged on the since-boot average"));
+                        since_boot = true;
                         Some((boot, "since boot".to_owned()))
+                    }
+                    Some(boot) => {
+                        evidence.push(format!(
+                            "steal {} of CPU time since boot (history, not judged)",
+                            pct(boot)
+                        ));
+                        too_short = Some(why.replace(
+                            "use a longer --sample-window",
+                            "use a longer [sample] window",
+                        ));
+                        None
                     }
                     None => {
                         too_short = Some(why);
@@ -125,7 +142,21 @@ impl Rule for HypervisorPreemption {
                     }
                 }
             }
-            (Some(share), _) => Some((share, t.basis.clone())),
+            (Some(share), _) if t.basis == "since boot" && agent => {
+                evidence.push(format!(
+                    "steal {} of CPU time since boot (history, not judged)",
+                    pct(share)
+                ));
+                too_short = Some(
+                    "the steal counters are since boot only: the agent judges a window ([sample] window)"
+                        .to_owned(),
+                );
+                None
+            }
+            (Some(share), _) => {
+                since_boot |= t.basis == "since boot";
+                Some((share, t.basis.clone()))
+            }
             (None, _) => None,
         };
         if let Some((steal, basis)) = steal {
@@ -142,14 +173,18 @@ impl Rule for HypervisorPreemption {
             && let Some(d) = p.dispatches.filter(|d| *d > 0)
         {
             let basis = p.counters_basis.as_deref().unwrap_or("since boot");
+            let history = basis == "since boot";
+            let judged = !(history && agent);
+            since_boot |= history && judged;
             let mut judge = |count: Option<u64>, what: &str, problem: &str, limit: f64| {
                 if let Some(n) = count {
                     let share = n as f64 / d as f64;
                     evidence.push(format!(
-                        "{n} {what} in {d} dispatches, {} ({basis})",
-                        pct(share)
+                        "{n} {what} in {d} dispatches, {} ({basis}{})",
+                        pct(share),
+                        if judged { "" } else { ": history, not judged" }
                     ));
-                    if share > limit {
+                    if judged && share > limit {
                         problems.push(format!(
                             "{} of {problem} (heuristic limit {})",
                             pct(share),
@@ -198,6 +233,9 @@ impl Rule for HypervisorPreemption {
             Verdict::fail(format!("hypervisor preemption: {}", problems.join("; ")))
         };
         v.evidence = evidence;
+        if since_boot {
+            v.basis = Some(crate::Basis::SinceBoot);
+        }
         Ok(v)
     }
 }
@@ -350,6 +388,42 @@ pub(crate) mod tests {
         // A long enough window decides on its own.
         assert_eq!(windowed(0.077, 2000, Some(0.0)).status, Status::Fail);
         assert_eq!(windowed(0.01, 2000, Some(0.2)).status, Status::Pass);
+    }
+
+    /// The agent never judges the since-boot share; doctor does, and the report says so and
+    /// caps the verdict at a warning.
+    #[test]
+    fn since_boot_is_doctor_only_and_said() {
+        let snap = |agent: bool| {
+            let mut s = SnapshotBuilder::new()
+                .os(|o| {
+                    o.cpu_time = Gathered::Available(CpuTime {
+                        basis: "window 1.00 s".into(),
+                        steal_share: Some(0.0),
+                        busy_share: Some(0.5),
+                        ticks: Some(200),
+                        since_boot_steal_share: Some(0.3),
+                        since_boot_seconds: None,
+                    });
+                })
+                .build();
+            if agent {
+                s.origin = Some(crate::Origin::Agent);
+            }
+            s
+        };
+        let v = verdict(&HypervisorPreemption, &snap(true));
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("[sample] window"), "{v:?}");
+        assert!(
+            v.evidence.iter().any(|e| e.contains("since boot (history, not judged)")),
+            "{v:?}"
+        );
+        let report = crate::evaluate(&snap(false));
+        let c = report.checks.iter().find(|c| c.code == "PD403").unwrap();
+        assert_eq!(c.status, Status::Fail, "{c:?}");
+        assert!(c.summary.contains("judged since boot"), "{}", c.summary);
+        assert!(c.severity <= crate::Severity::Warning);
     }
 
     #[test]
