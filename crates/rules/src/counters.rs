@@ -175,7 +175,7 @@ impl Evidence {
 fn limit_text(e: &Estimate, limit: f64) -> String {
     match e.kind {
         crate::stats::Kind::Share { .. } => crate::os::pct(limit),
-        crate::stats::Kind::Rate { .. } => format!("{limit}/s"),
+        crate::stats::Kind::Rate { .. } => format!("{}/s", crate::stats::rate_text(limit)),
     }
 }
 

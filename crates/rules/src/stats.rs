@@ -177,7 +177,7 @@ fn share_text(x: f64) -> String {
     }
 }
 
-fn rate_text(x: f64) -> String {
+pub(crate) fn rate_text(x: f64) -> String {
     if x != 0.0 && x.abs() < 0.1 {
         format!("{x:.4}")
     } else {

@@ -66,12 +66,15 @@ impl Rule for SortMergePasses {
             let n = sorts(c)?;
             let passes = c.get(StatusVar::SortMergePasses)?;
             // Passes per sort: a Poisson count with the sorts as its exposure.
+            if n == 0 {
+                return Ok(Evidence::Undecided("no sort ran".into()));
+            }
             let e = Estimate::rate(passes, n as f64);
             let text = format!(
                 "{passes} merge passes for {n} sorts: {:.3} per sort (95% interval {:.3}–{:.3})",
                 e.value, e.low, e.high
             );
-            Ok(if n == 0 || e.side(max) == Side::Straddles {
+            Ok(if e.side(max) == Side::Straddles {
                 Evidence::Undecided(format!("{text}, which includes the limit {max}"))
             } else {
                 Evidence::Decides(text)
