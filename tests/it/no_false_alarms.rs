@@ -12,7 +12,9 @@
 //! (transactions > 0) and that enough samples saw the server, so it cannot pass vacuously.
 //!
 //! Holds the machine-load lock: the load is heavy for minutes, and host rules (stall share,
-//! steal) would judge the other heavy tests' load, or make them judge this one.
+//! steal) would judge the other heavy tests' load, or make them judge this one. The rules that
+//! judge the machine itself (`HOST_STATE`: steal, frequency, swap, disk) are printed, not
+//! asserted: on a shared VM they find real steal under load.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -37,6 +39,13 @@ const LOAD_SECONDS: u64 = 150;
 const DOCTOR_AFTER: Duration = Duration::from_secs(60);
 /// Samples (every 5 s) that must have seen the server for the test to mean something.
 const MIN_SAMPLES: usize = 10;
+
+/// Rules that judge the state of the machine running the tests rather than the database or its
+/// configuration: hypervisor steal (a shared CI VM has real steal under load, 6% was seen),
+/// CPU frequency, swap, free space and a saturated disk. Their verdicts here are true findings
+/// about this machine, not false alarms of the rules under test: they are printed, not
+/// asserted (tests/it/storage.rs and the recorded fixtures provoke and judge them).
+const HOST_STATE: [&str; 5] = ["PD403", "PD404", "PD504", "PD801", "PD802"];
 
 /// A short interval so that the load yields many samples; otherwise the defaults.
 const AGENT_CONFIG: &str = "[sample]\ninterval = \"5s\"\ntimeout = \"2s\"\n";
@@ -259,6 +268,16 @@ fn no_false_alarms_under_sysbench(name: &'static str) {
         .filter(|a| !judged.contains(a.code.as_str()))
         .collect();
     alarms.extend(unmatched);
+    let (host, alarms): (Vec<Alarm>, Vec<Alarm>) = alarms
+        .into_iter()
+        .partition(|a| HOST_STATE.contains(&a.code.as_str()));
+    if !host.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{name}: the machine's own state (not asserted):\n{}",
+            describe(&host)
+        );
+    }
 
     let reachable = samples.values().filter(|r| **r).count();
     let measured = format!(

@@ -28,19 +28,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    MariadbFacts, Snapshot, StatusVar, Threshold, Unit, Verdict, format_secs,
+    MariadbFacts, Snapshot, StatusVar, Threshold, Unit, Verdict,
+    basis::{Basis, WindowSource, format_span},
+    format_secs,
     stats::{Estimate, Side},
 };
-
-/// Who took the status reads of a [`StatusWindow`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowSource {
-    /// `powerdiag doctor`/`collect`: the two ends of its `--sample-window`.
-    Doctor,
-    /// `powerdiag agent`: its read now and earlier samples' reads.
-    Agent,
-}
 
 /// The status read at the start of the shortest window; [`MariadbFacts::status`] is its end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -84,38 +76,6 @@ pub(crate) const MIN_UPTIME: Threshold = Threshold {
     unit: Unit::Count,
     doc: "seconds the server must have been up before doctor judges its counters since start-up, when its sample window could not decide (MySQLTuner: 24 h); the agent never does",
 };
-
-/// What a rule's counts cover.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Basis {
-    /// The difference between two reads `seconds` apart.
-    Window { seconds: f64, source: WindowSource },
-    /// The counters as they are: since start-up, `uptime` seconds.
-    SinceStartup { uptime: u64 },
-    /// OS counters since the host booted (doctor, when its window could not decide).
-    SinceBoot,
-}
-
-impl Basis {
-    /// "the last 5 min" or "since start-up", for a summary.
-    pub fn short(&self) -> String {
-        match *self {
-            Basis::Window { seconds, .. } => format!("over the last {}", format_span(seconds)),
-            Basis::SinceStartup { uptime } => {
-                format!("since start-up {} ago", format_secs(uptime))
-            }
-            Basis::SinceBoot => "since boot".to_owned(),
-        }
-    }
-}
-
-fn format_span(seconds: f64) -> String {
-    if seconds < 90.0 {
-        format!("{seconds:.0} s")
-    } else {
-        format_secs(seconds.round() as u64)
-    }
-}
 
 /// The fewest failing events (disk tables, misses, new threads…) a window needs to decide a
 /// fail, whatever the interval says. The intervals assume independent events, but these come

@@ -7,6 +7,7 @@
 //! names the fact and the collector's reason.
 #![forbid(unsafe_code)]
 
+mod basis;
 mod counters;
 mod diff;
 mod innodb;
@@ -27,7 +28,8 @@ mod value;
 mod var;
 mod version;
 
-pub use counters::{Basis, Counts, Evidence, StatusWindow, WindowSource, WindowStart};
+pub use basis::{Basis, WindowSource};
+pub use counters::{Counts, Evidence, StatusWindow, WindowStart};
 pub use diff::{
     Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
 };
@@ -43,9 +45,9 @@ pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{
     Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements,
-    display_text, escape_lines, escape_text, format_secs, format_us, is_unsafe_char, short_digest,
+    display_text, escape_lines, escape_text, format_us, is_unsafe_char, short_digest,
 };
 pub use threshold::{Limits, Threshold, Unit};
-pub use value::{format_bytes, parse_bool, parse_u64};
+pub use value::{format_bytes, format_secs, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};
 pub use version::{Flavour, ServerVersion};

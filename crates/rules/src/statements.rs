@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Gathered, MariadbFacts, Verdict, os::pct};
+use crate::{Gathered, MariadbFacts, Verdict, format_secs, os::pct};
 
 /// What the statement counts cover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -411,17 +411,6 @@ impl Statements {
     /// The digests a statement rule may judge (listed ones with calls in the period).
     pub fn judged(&self) -> impl Iterator<Item = &Digest> {
         self.digests.iter().filter(|d| d.calls > 0)
-    }
-}
-
-/// `90 s`, `15 min`, `3 h 20 min`, `2 d 4 h`.
-pub fn format_secs(s: u64) -> String {
-    match s {
-        0..120 => format!("{s} s"),
-        120..7200 if s.is_multiple_of(60) => format!("{} min", s / 60),
-        120..7200 => format!("{} min {} s", s / 60, s % 60),
-        7200..172_800 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
     }
 }
 

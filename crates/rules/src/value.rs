@@ -59,6 +59,17 @@ pub(crate) fn my_cnf_size(bytes: u64) -> String {
     }
 }
 
+/// `90 s`, `15 min`, `3 h 20 min`, `2 d 4 h`.
+pub fn format_secs(s: u64) -> String {
+    match s {
+        0..120 => format!("{s} s"),
+        120..7200 if s.is_multiple_of(60) => format!("{} min", s / 60),
+        120..7200 => format!("{} min {} s", s / 60, s % 60),
+        7200..172_800 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
