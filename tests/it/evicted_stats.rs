@@ -10,7 +10,7 @@
 //! This test owns the `evict` server (11.8, started by tests/run.sh with
 //! `mhnsw_max_cache_size=1M`): it restarts it.
 
-use std::{path::PathBuf, process::Command, time::Duration};
+use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 use rand::{SeedableRng, rngs::StdRng};
@@ -79,28 +79,7 @@ async fn prepare(server: &Server) {
 
 /// Restarts `evict` with its options; nothing opens the vector table afterwards.
 fn restart() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/mariadb.sh");
-    let server = Server::get("evict");
-    for args in [
-        vec!["stop".to_owned(), "evict".to_owned()],
-        vec![
-            "start".to_owned(),
-            "evict".to_owned(),
-            "11.8".to_owned(),
-            server.port.to_string(),
-        ],
-    ] {
-        let out = Command::new(&script)
-            .args(&args)
-            .env("POWERDIAG_IT_MARIADB_OPTIONS", OPTIONS)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "mariadb.sh {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    restart_server("evict", "11.8", OPTIONS);
 }
 
 /// PD101 of a doctor report: must fail, never pass on an unknown or zero size. Returns

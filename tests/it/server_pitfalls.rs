@@ -325,6 +325,28 @@ impl Watcher {
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     }
 
+    /// Right after a fix: watches `codes` for two sample intervals (and a sample's own time),
+    /// then for `busy` more while the load goes on; returns what failed in each span.
+    fn after_fix(&self, codes: &[&str], busy: Duration) -> AfterFix {
+        AfterFix {
+            late: self.fails_during(codes, 2 * INTERVAL + Duration::from_secs(2)),
+            again: self.fails_during(codes, busy),
+            explained: self.explain(codes),
+        }
+    }
+
+    /// Ten sample intervals of a quiet server: no verdict on `codes` may fail (the agent must
+    /// not fall back on counters that hold the provoked minutes). Returns the last verdicts.
+    fn assert_quiet(&self, codes: &[&str]) -> Vec<(String, String)> {
+        let fails = self.fails_during(codes, 10 * INTERVAL);
+        assert!(
+            fails.is_empty(),
+            "a verdict failed on the quiet server: {fails:?}\n{}",
+            self.explain(codes)
+        );
+        self.read(codes).map(|(got, _)| got).unwrap_or_default()
+    }
+
     /// Reads the verdicts every 200 ms for `span` and returns every (code, status) seen that
     /// is a `fail`, with when (seconds from the start).
     fn fails_during(&self, codes: &[&str], span: Duration) -> Vec<(f64, String)> {
@@ -341,6 +363,32 @@ impl Watcher {
             std::thread::sleep(Duration::from_millis(200));
         }
         seen
+    }
+}
+
+/// What failed after a fix ([`Watcher::after_fix`]), with when (seconds into each span).
+struct AfterFix {
+    late: Vec<(f64, String)>,
+    again: Vec<(f64, String)>,
+    explained: String,
+}
+
+impl AfterFix {
+    /// No fail from two sample intervals after the fix on.
+    fn assert_cleared(&self) {
+        let last_late = self.late.last().map_or(0.0, |(t, _)| *t);
+        assert!(
+            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
+            "a verdict still failed after two sample intervals: {:?}\n{}",
+            self.late,
+            self.explained
+        );
+        assert!(
+            self.again.is_empty(),
+            "a verdict failed again after the fix: {:?}\n{}",
+            self.again,
+            self.explained
+        );
     }
 }
 
@@ -502,9 +550,10 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
         // and none fails again while the load goes on.
         let w = Arc::clone(&watcher);
         let after_fix = tokio::task::spawn_blocking(move || {
-            let late = w.fails_during(&SQL_CODES, 2 * INTERVAL + Duration::from_secs(2));
-            let again = w.fails_during(&SQL_CODES, Duration::from_secs(20));
-            (late, again, w.read(&SQL_CODES))
+            (
+                w.after_fix(&SQL_CODES, Duration::from_secs(20)),
+                w.read(&SQL_CODES),
+            )
         })
         .await
         .unwrap();
@@ -518,16 +567,8 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
             ran.iter().all(|(_, n)| *n > 5),
             "the load barely ran: {ran:?}"
         );
-        let (late, again, now) = after_fix;
-        let last_late = late.last().map_or(0.0, |(t, _)| *t);
-        assert!(
-            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
-            "a verdict still failed after two sample intervals: {late:?}"
-        );
-        assert!(
-            again.is_empty(),
-            "a verdict failed again after the fix: {again:?}"
-        );
+        let (after_fix, now) = after_fix;
+        after_fix.assert_cleared();
         let (now, _) = now.unwrap();
         // Busy and fixed: each rule decides (PD214: no join without an index for 20 s is too
         // little to show fewer than 250 a day, so it may still say so).
@@ -558,22 +599,9 @@ fn temporary_tables_threads_caches_sorts_and_joins_fail_then_clear_after_the_fix
         // Quiet: the server idles; the agent must not fall back on the counters since
         // start-up, which hold the provoked minutes.
         let w = Arc::clone(&watcher);
-        let quiet = tokio::task::spawn_blocking(move || {
-            (
-                w.fails_during(&SQL_CODES, 10 * INTERVAL),
-                w.read(&SQL_CODES),
-                w.explain(&SQL_CODES),
-            )
-        })
-        .await
-        .unwrap();
-        assert!(
-            quiet.0.is_empty(),
-            "a verdict failed on the quiet server: {:?}\n{}",
-            quiet.0,
-            quiet.2
-        );
-        let (now, _) = quiet.1.unwrap();
+        let now = tokio::task::spawn_blocking(move || w.assert_quiet(&SQL_CODES))
+            .await
+            .unwrap();
         assert!(
             now.iter()
                 .all(|(_, s)| s == "pass" || s == "insufficient_data"),
@@ -892,13 +920,10 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
         // The agent: no fail of PD205 or PD209 from two sample intervals after the fix on.
         let w = Arc::clone(&watcher);
         let after_fix = tokio::task::spawn_blocking(move || {
-            let codes = ["PD205", "PD209"];
-            let late = w.fails_during(&codes, 2 * INTERVAL + Duration::from_secs(2));
-            let again = w.fails_during(&codes, Duration::from_secs(12));
-            (late, again, w.explain(&codes))
+            w.after_fix(&["PD205", "PD209"], Duration::from_secs(12))
         });
         let j = doctor_while_loaded(server.root_url(), args("15s")).await;
-        let (late, again, now) = after_fix.await.unwrap();
+        let after_fix = after_fix.await.unwrap();
         load.stop().await;
         let got = statuses(&j, &MEM_CODES);
         assert!(
@@ -906,63 +931,21 @@ fn buffer_pool_redo_connections_transaction_and_memory_fail_then_pass_when_fixed
             "fixed: {got:?}\n{}",
             explain(&j, &MEM_CODES)
         );
-        let last_late = late.last().map_or(0.0, |(t, _)| *t);
-        assert!(
-            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
-            "a verdict still failed after two sample intervals: {late:?}\n{now}"
-        );
-        assert!(
-            again.is_empty(),
-            "a verdict failed again after the fix: {again:?}\n{now}"
-        );
+        after_fix.assert_cleared();
         for i in idle {
             let _ = i.disconnect().await;
         }
         // Quiet: still no fail.
         let w = Arc::clone(&watcher);
-        let (quiet, now) = tokio::task::spawn_blocking(move || {
-            let codes = ["PD205", "PD209"];
-            (w.fails_during(&codes, 10 * INTERVAL), w.explain(&codes))
-        })
-        .await
-        .unwrap();
-        assert!(
-            quiet.is_empty(),
-            "a verdict failed on the quiet server: {quiet:?}\n{now}"
-        );
+        tokio::task::spawn_blocking(move || w.assert_quiet(&["PD205", "PD209"]))
+            .await
+            .unwrap();
         c.disconnect().await.unwrap();
     });
 }
 
 // ---------------------------------------------------------------------------------------------
 // pitmem restarted: log waits (PD207), fixed by the restart its finding prints
-
-/// (Re)starts `pitmem` with `options` (server options, `name=value` space-separated).
-fn restart_pitmem(server: &Server, options: &str) {
-    for (args, env) in [
-        (vec!["stop", "pitmem"], ""),
-        (vec!["start", "pitmem", "11.8"], options),
-    ] {
-        let port = server.port.to_string();
-        let mut args = args;
-        if args[0] == "start" {
-            args.push(&port);
-        }
-        let out = std::process::Command::new(
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/harness/mariadb.sh"),
-        )
-        .args(&args)
-        .env("POWERDIAG_IT_MARIADB_OPTIONS", env)
-        .output()
-        .unwrap();
-        assert!(
-            out.status.success(),
-            "mariadb.sh {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
 
 /// Four connections, each inserting 10 MB in one statement, again and again: with a 2 MiB
 /// log buffer the transactions wait for it.
@@ -983,7 +966,7 @@ fn log_waits_fail_then_clear_after_the_restart_the_finding_prints() {
     let server = Server::get("pitmem");
     let _machine = machine_load_lock();
     // The pitfall: the smallest log buffer (11.8 rounds up to 2 MiB).
-    restart_pitmem(&server, "innodb_log_buffer_size=2097152");
+    restart_server("pitmem", "11.8", "innodb_log_buffer_size=2097152");
     block_on(async {
         let mut c = conn(&server).await;
         exec(
@@ -1033,48 +1016,28 @@ fn log_waits_fail_then_clear_after_the_restart_the_finding_prints() {
             .to_owned();
         assert!(fix.contains("restart mariadbd"), "{fix}");
         c.disconnect().await.unwrap();
-        restart_pitmem(&server, &format!("innodb_log_buffer_size={size}"));
+        restart_server("pitmem", "11.8", &format!("innodb_log_buffer_size={size}"));
         let load = start_load(server.clone()).await;
         let w = Arc::clone(&watcher);
-        let (late, again, now) = tokio::task::spawn_blocking(move || {
-            let late = w.fails_during(&["PD207"], 2 * INTERVAL + Duration::from_secs(2));
-            let again = w.fails_during(&["PD207"], Duration::from_secs(20));
-            (late, again, w.explain(&["PD207"]))
-        })
-        .await
-        .unwrap();
+        let after_fix =
+            tokio::task::spawn_blocking(move || w.after_fix(&["PD207"], Duration::from_secs(20)))
+                .await
+                .unwrap();
         let ran = load.stop().await;
         assert!(
             ran.iter().all(|(_, n)| *n > 0),
             "the load barely ran: {ran:?}"
         );
-        let last_late = late.last().map_or(0.0, |(t, _)| *t);
-        assert!(
-            last_late <= (2 * INTERVAL).as_secs_f64() + 2.0,
-            "PD207 still failed after two sample intervals: {late:?}\n{now}"
-        );
-        assert!(
-            again.is_empty(),
-            "PD207 failed again after the fix: {again:?}\n{now}"
-        );
+        after_fix.assert_cleared();
         // Quiet: still no fail.
         let w = Arc::clone(&watcher);
-        let (quiet, now) = tokio::task::spawn_blocking(move || {
-            (
-                w.fails_during(&["PD207"], 10 * INTERVAL),
-                w.explain(&["PD207"]),
-            )
-        })
-        .await
-        .unwrap();
-        assert!(
-            quiet.is_empty(),
-            "PD207 failed on the quiet server: {quiet:?}\n{now}"
-        );
+        tokio::task::spawn_blocking(move || w.assert_quiet(&["PD207"]))
+            .await
+            .unwrap();
         let mut c = conn(&server).await;
         exec(&mut c, &["DROP TABLE pit.w"]).await;
         c.disconnect().await.unwrap();
     });
     // Back to the harness's options for the other tests on pitmem.
-    restart_pitmem(&server, "");
+    restart_server("pitmem", "11.8", "");
 }

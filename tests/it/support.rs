@@ -29,7 +29,7 @@ fn env(key: &str) -> String {
 }
 
 impl Server {
-    pub(crate) fn get(name: &'static str) -> Server {
+    pub(crate) fn get(name: &str) -> Server {
         let key = name.to_ascii_uppercase();
         Server {
             port: env(&format!("POWERDIAG_IT_{key}_PORT"))
@@ -216,6 +216,26 @@ pub(crate) fn machine_load_lock() -> std::sync::MutexGuard<'static, ()> {
 /// Runs tests/harness/mariadb.sh (the servers' own start/stop script).
 pub(crate) fn harness(args: &[&str]) {
     harness_script("mariadb.sh", args);
+}
+
+/// Restarts the harness server `name` (`flavour`, its port unchanged) with the server
+/// `options` for this start (`POWERDIAG_IT_MARIADB_OPTIONS`: `name=value`, space-separated;
+/// "" for the harness's own); both steps must succeed.
+pub(crate) fn restart_server(name: &str, flavour: &str, options: &str) {
+    let port = Server::get(name).port.to_string();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/mariadb.sh");
+    for args in [vec!["stop", name], vec!["start", name, flavour, &port]] {
+        let out = Command::new(&script)
+            .args(&args)
+            .env("POWERDIAG_IT_MARIADB_OPTIONS", options)
+            .output()
+            .unwrap_or_else(|e| panic!("tests/harness/mariadb.sh: {e}"));
+        assert!(
+            out.status.success(),
+            "mariadb.sh {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// Runs tests/harness/SCRIPT with `args`; it must succeed.

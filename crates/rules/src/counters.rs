@@ -596,45 +596,47 @@ mod tests {
     #[test]
     fn the_report_caps_start_up_verdicts_and_names_the_window() {
         use crate::Severity;
-        // PD208 on a doctor snapshot whose 1 s window saw nothing: judged since start-up.
-        let s = SnapshotBuilder::new()
-            .mariadb("11.8.6-MariaDB")
-            .var(crate::Var::TmpTableSize, "16777216")
-            .var(crate::Var::MaxHeapTableSize, "16777216")
-            .status(StatusVar::Uptime, "100000")
-            .status(StatusVar::CreatedTmpTables, "5000")
-            .status(StatusVar::CreatedTmpDiskTables, "4000")
-            .window(1.0, &[])
-            .build();
-        let report = crate::evaluate(&s);
-        let c = report.checks.iter().find(|c| c.code == "PD208").unwrap();
-        assert_eq!(c.status, Status::Fail, "{c:?}");
+        // 4,000 of 5,000 temporary tables on disk since start-up, a day ago.
+        let spilling = || {
+            SnapshotBuilder::new()
+                .mariadb("11.8.6-MariaDB")
+                .var(crate::Var::TmpTableSize, "16777216")
+                .var(crate::Var::MaxHeapTableSize, "16777216")
+                .status(StatusVar::Uptime, "100000")
+                .status(StatusVar::CreatedTmpTables, "5000")
+                .status(StatusVar::CreatedTmpDiskTables, "4000")
+        };
+        let pd208 = |s: &crate::Snapshot| {
+            let report = crate::evaluate(s);
+            let c = report
+                .checks
+                .into_iter()
+                .find(|c| c.code == "PD208")
+                .unwrap();
+            assert_eq!(c.status, Status::Fail, "{c:?}");
+            c
+        };
+        // Doctor's 1 s window saw nothing: judged since start-up, said so, at most a warning.
+        let c = pd208(&spilling().window(1.0, &[]).build());
         assert!(c.severity <= Severity::Warning);
         assert!(
             c.summary.contains("since start-up") && c.summary.contains("not necessarily now"),
             "{}",
             c.summary
         );
-        // The same over a deciding window: the summary names it.
-        let s = SnapshotBuilder::new()
-            .mariadb("11.8.6-MariaDB")
-            .var(crate::Var::TmpTableSize, "16777216")
-            .var(crate::Var::MaxHeapTableSize, "16777216")
-            .status(StatusVar::Uptime, "100000")
-            .status(StatusVar::CreatedTmpTables, "5000")
-            .status(StatusVar::CreatedTmpDiskTables, "4000")
-            .window(
-                120.0,
-                &[
-                    (StatusVar::CreatedTmpTables, "4900"),
-                    (StatusVar::CreatedTmpDiskTables, "3920"),
-                ],
-            )
-            .by_agent()
-            .build();
-        let report = crate::evaluate(&s);
-        let c = report.checks.iter().find(|c| c.code == "PD208").unwrap();
-        assert_eq!(c.status, Status::Fail, "{c:?}");
+        // The same over a deciding window of the agent's: the summary names it.
+        let c = pd208(
+            &spilling()
+                .window(
+                    120.0,
+                    &[
+                        (StatusVar::CreatedTmpTables, "4900"),
+                        (StatusVar::CreatedTmpDiskTables, "3920"),
+                    ],
+                )
+                .by_agent()
+                .build(),
+        );
         assert!(
             c.summary.ends_with("(over the last 2 min)"),
             "{}",

@@ -278,6 +278,13 @@ impl Config {
                 "sample.window must be shorter than sample.interval".into()
             ));
         }
+        if c.sample.max_status_window < c.sample.status_window {
+            return Err(err(format!(
+                "sample.max_status_window ({}) must be at least sample.status_window ({}): it is the longest window the counter rules look back over",
+                humantime::format_duration(c.sample.max_status_window),
+                humantime::format_duration(c.sample.status_window)
+            )));
+        }
         if c.probe.enabled && c.probe.interval < c.sample.interval {
             return Err(err(
                 "probe.interval must not be shorter than sample.interval".into(),
@@ -449,6 +456,10 @@ mod tests {
             (
                 "[sample]\ninterval = \"2s\"\ntimeout = \"1s\"\n",
                 "+ 100ms must fit in sample.interval (2s)",
+            ),
+            (
+                "[sample]\nstatus_window = \"10m\"\nmax_status_window = \"5m\"\n",
+                "sample.max_status_window (5m) must be at least sample.status_window (10m)",
             ),
             ("[rules]\ndisabled = [\"PD999\"]\n", "PD999"),
             (
