@@ -11,6 +11,7 @@ mod basis;
 mod counters;
 mod diff;
 mod innodb;
+mod locks;
 mod os;
 #[cfg(test)]
 mod props;
@@ -34,6 +35,11 @@ pub use diff::{
     Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
 };
 pub use innodb::{InnodbSize, OpenTransaction, Transactions};
+pub use locks::{
+    Deadlock, DeadlockTransaction, LockKind, LockScan, LockSession, LockWait, Locks,
+    MetadataSource, Root, SCAN_THREADS_RUNNING, STATEMENT_CHARS, SessionTransaction,
+    mask_statement,
+};
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use report::{Check, Report, evaluate, evaluate_with};

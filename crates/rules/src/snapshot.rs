@@ -227,6 +227,14 @@ pub struct MariadbFacts {
     /// oldest's session from `PROCESSLIST` when one is open).
     #[serde(default = "crate::innodb::transactions_not_recorded")]
     pub transactions: Gathered<crate::Transactions>,
+    /// Who waits for whom (`PROCESSLIST`, `INNODB_TRX`, `INNODB_LOCK_WAITS`, the metadata-lock
+    /// source), read when the status read says something can be waiting.
+    #[serde(default = "crate::locks::locks_not_recorded")]
+    pub locks: Gathered<crate::Locks>,
+    /// The last deadlock InnoDB detected (`SHOW ENGINE INNODB STATUS`), read when
+    /// `Innodb_deadlocks` moved; `None` when the server has detected none.
+    #[serde(default = "crate::locks::deadlock_not_recorded")]
+    pub last_deadlock: Gathered<Option<crate::Deadlock>>,
     pub vector_indexes: Gathered<Vec<VectorIndex>>,
     pub probe: Gathered<Probe>,
     /// Statement digests from performance_schema (PD701–PD704, "Top statements").

@@ -65,6 +65,8 @@ impl SnapshotBuilder {
             ),
             innodb_size: Gathered::Unavailable("not read in this test".into()),
             transactions: Gathered::Unavailable("not read in this test".into()),
+            locks: Gathered::Unavailable("not read in this test".into()),
+            last_deadlock: Gathered::Unavailable("not read in this test".into()),
             notes: Vec::new(),
         };
         let mut defaults = vec![
@@ -214,6 +216,18 @@ impl SnapshotBuilder {
     /// The open transactions.
     pub fn transactions(mut self, t: crate::Transactions) -> SnapshotBuilder {
         self.facts().transactions = Gathered::Available(t);
+        self
+    }
+
+    /// The lock waits.
+    pub fn locks(mut self, l: crate::Locks) -> SnapshotBuilder {
+        self.facts().locks = Gathered::Available(l);
+        self
+    }
+
+    /// The last deadlock (`None`: the server detected none).
+    pub fn last_deadlock(mut self, d: Option<crate::Deadlock>) -> SnapshotBuilder {
+        self.facts().last_deadlock = Gathered::Available(d);
         self
     }
 

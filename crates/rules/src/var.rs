@@ -145,6 +145,12 @@ named_enum! {
         InnodbCheckpointAge => "innodb_checkpoint_age",
         InnodbCheckpointMaxAge => "innodb_checkpoint_max_age",
         InnodbHistoryListLength => "innodb_history_list_length",
+        // Lock waits (PD217–PD220): the same names on 10.6, 10.11 and 11.8.
+        InnodbRowLockCurrentWaits => "innodb_row_lock_current_waits",
+        InnodbRowLockWaits => "innodb_row_lock_waits",
+        InnodbRowLockTime => "innodb_row_lock_time",
+        InnodbDeadlocks => "innodb_deadlocks",
+        TableLocksWaited => "table_locks_waited",
         // Schema and privilege changes: the agent lists the vector indexes again only after
         // one (or a restart), since the list costs the server per table on it, and what a
         // user may see of it moves with its grants.
@@ -187,6 +193,7 @@ impl StatusVar {
                 | StatusVar::InnodbCheckpointAge
                 | StatusVar::InnodbCheckpointMaxAge
                 | StatusVar::InnodbHistoryListLength
+                | StatusVar::InnodbRowLockCurrentWaits
         )
     }
 }

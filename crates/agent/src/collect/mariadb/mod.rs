@@ -600,6 +600,8 @@ async fn server_facts(
         status_window: Gathered::Unavailable("no sample window".into()),
         innodb_size: Gathered::Unavailable("not read".into()),
         transactions: Gathered::Unavailable("not read".into()),
+        locks: Gathered::Unavailable("not read".into()),
+        last_deadlock: Gathered::Unavailable("not read".into()),
         notes,
     })
 }
