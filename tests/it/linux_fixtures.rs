@@ -41,6 +41,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             statements: None,
             status_window: Default::default(),
             innodb_cache: None,
+            lock_cache: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

@@ -36,6 +36,7 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             // Status read at both ends of the sample window, so rates are real.
             status_window: collect::mariadb::StatusWindowMode::Doctor(args.sample_window),
             innodb_cache: None,
+            lock_cache: None,
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

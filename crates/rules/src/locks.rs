@@ -86,7 +86,17 @@ pub struct SessionTransaction {
 
 /// What a session waits for.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum LockKind {
@@ -236,7 +246,11 @@ impl Locks {
     /// The waits of one kind, longest first.
     pub fn waits_of(&self, kind: LockKind) -> Vec<&LockWait> {
         let mut w: Vec<&LockWait> = self.waits.iter().filter(|w| w.kind == kind).collect();
-        w.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.waiter.cmp(&b.waiter)));
+        w.sort_by(|a, b| {
+            b.seconds
+                .total_cmp(&a.seconds)
+                .then(a.waiter.cmp(&b.waiter))
+        });
         w
     }
 
@@ -445,8 +459,8 @@ pub fn mask_statement(text: &str, max: usize) -> String {
             c if c.is_ascii_digit() => {
                 // A number, unless it ends an identifier (t1, col_2).
                 let prev = out.chars().last();
-                let in_word = !space
-                    && prev.is_some_and(|p| p.is_alphanumeric() || p == '_' || p == '$');
+                let in_word =
+                    !space && prev.is_some_and(|p| p.is_alphanumeric() || p == '_' || p == '$');
                 if in_word {
                     out.push(c);
                     i += 1;

@@ -104,7 +104,11 @@ fn check_one(rule: &dyn Rule, snapshot: &Snapshot, settings: &Settings) -> Check
     let verdict = rule
         .check(snapshot, &settings.limits(meta.code))
         .unwrap_or_else(|early| early);
-    let (severity, summary) = with_basis(meta.severity, &verdict);
+    let declared = match verdict.cap {
+        Some(cap) => meta.severity.min(cap),
+        None => meta.severity,
+    };
+    let (severity, summary) = with_basis(declared, &verdict);
     Check {
         code: meta.code.to_owned(),
         name: meta.name.to_owned(),

@@ -412,6 +412,10 @@ pub struct Verdict {
     /// a warning.
     #[serde(skip)]
     pub basis: Option<crate::Basis>,
+    /// The most severe this verdict may be reported (a rule whose harm is measured now in one
+    /// case and only likely in another): `None` is the rule's declared severity.
+    #[serde(skip)]
+    pub cap: Option<Severity>,
 }
 
 impl Verdict {
@@ -422,6 +426,7 @@ impl Verdict {
             evidence: Vec::new(),
             remediation: None,
             basis: None,
+            cap: None,
         }
     }
     pub fn pass(summary: impl Into<String>) -> Verdict {
@@ -435,6 +440,11 @@ impl Verdict {
         self.basis = basis;
         self
     }
+    /// Reported at most at `severity` (see [`Verdict::cap`]).
+    pub fn at_most(mut self, severity: Severity) -> Verdict {
+        self.cap = Some(severity);
+        self
+    }
     pub fn not_applicable(reason: impl Into<String>) -> Verdict {
         Verdict::new(Status::NotApplicable, reason)
     }
@@ -443,6 +453,11 @@ impl Verdict {
     }
     pub fn with_evidence(mut self, line: impl Into<String>) -> Verdict {
         self.evidence.push(line.into());
+        self
+    }
+    /// Appends several evidence lines.
+    pub fn with_evidence_lines(mut self, lines: impl IntoIterator<Item = String>) -> Verdict {
+        self.evidence.extend(lines);
         self
     }
     pub fn with_remediation(mut self, text: impl Into<String>) -> Verdict {

@@ -82,6 +82,11 @@ named_enum! {
         LogBin => "log_bin",
         KeyBufferSize => "key_buffer_size",
         AriaPagecacheBufferSize => "aria_pagecache_buffer_size",
+        // Lock waits (PD217–PD220).
+        InnodbPrintAllDeadlocks => "innodb_print_all_deadlocks",
+        InnodbLockWaitTimeout => "innodb_lock_wait_timeout",
+        LockWaitTimeout => "lock_wait_timeout",
+        IdleTransactionTimeout => "idle_transaction_timeout",
     }
 }
 
@@ -96,6 +101,7 @@ impl Var {
                 | Var::InnodbDataFileBuffering
                 | Var::InnodbStatsPersistent
                 | Var::LogBin
+                | Var::InnodbPrintAllDeadlocks
         )
     }
 }

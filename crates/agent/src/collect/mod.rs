@@ -23,7 +23,7 @@ use std::time::Duration;
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
 pub use mariadb::{
-    MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse, StatementOptions,
+    LockCache, MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse, StatementOptions,
     StatementTracker, VectorCache,
 };
 

@@ -54,6 +54,7 @@ struct Kept {
     statements: crate::collect::StatementTracker,
     status: StatusTracker,
     innodb: InnodbCache,
+    locks: crate::collect::LockCache,
 }
 
 impl Kept {
@@ -64,6 +65,7 @@ impl Kept {
             statements: crate::collect::StatementTracker::new(cfg.statements.interval),
             status: StatusTracker::new(cfg.sample.status_window, cfg.sample.max_status_window),
             innodb: InnodbCache::new(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh),
+            locks: Default::default(),
         }
     }
 }
@@ -83,6 +85,7 @@ pub async fn run(
         mut statements,
         mut status,
         mut innodb,
+        mut locks,
     } = Kept::new(&config.borrow());
     let mut candidates = setup.candidates.borrow_and_update().clone();
     let (mut config_open, mut targets_open) = (true, true);
@@ -99,6 +102,7 @@ pub async fn run(
                 statements,
                 status,
                 innodb,
+                locks,
             } = Kept::new(&cfg);
         }
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -143,6 +147,7 @@ pub async fn run(
                 }),
                 status_window: StatusWindowMode::Agent(status.clone()),
                 innodb_cache: Some(innodb.clone()),
+                lock_cache: Some(locks.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),
@@ -310,6 +315,7 @@ mod tests {
                 statements: None,
                 status_window: Default::default(),
                 innodb_cache: None,
+                lock_cache: None,
             },
             taken_at: None,
             roots: Roots::default(),

@@ -2,8 +2,8 @@
 //! many pitfalls at once, as the field reports found them.
 
 use crate::{
-    Allocator, CpuTime, Digest, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, Var,
-    testing::*,
+    Allocator, CpuTime, Digest, Gathered, NumaNode, PerfCounters, PerfEvent, Snapshot, StatusVar,
+    Var, testing::*,
 };
 
 /// A server too old for its host, with the settings of its day: InnoDB's own checksums,
@@ -218,4 +218,186 @@ pub(crate) fn scan() -> Digest {
     let mut d = digest(LISTING, 200, 8_000_000, 100_000, 50);
     d.no_index_used = 200;
     d
+}
+
+fn lock_session(
+    id: u64,
+    command: &str,
+    seconds: f64,
+    state: Option<&str>,
+    statement: Option<&str>,
+) -> crate::LockSession {
+    crate::LockSession {
+        id,
+        user: "app".into(),
+        host: format!("10.0.0.{id}:5{id:04}"),
+        db: Some("shop".into()),
+        command: command.into(),
+        seconds,
+        state: state.map(Into::into),
+        statement: statement.map(Into::into),
+        transaction: None,
+    }
+}
+
+fn trx(age: u64, state: &str, rows_locked: u64) -> Option<crate::SessionTransaction> {
+    Some(crate::SessionTransaction {
+        age_seconds: age,
+        state: state.into(),
+        rows_locked,
+        rows_modified: rows_locked,
+    })
+}
+
+/// Connection 9 ran `SELECT … FOR UPDATE` and has been idle in its transaction for 40 s;
+/// connections 11–13 wait for its rows (the scenario (a)).
+pub(crate) fn row_lock_queue() -> Snapshot {
+    let mut sessions = vec![crate::LockSession {
+        transaction: trx(45, "RUNNING", 3),
+        ..lock_session(9, "Sleep", 40.0, None, None)
+    }];
+    let mut waits = Vec::new();
+    for (id, secs) in [(11, 30.0), (12, 25.0), (13, 12.0)] {
+        sessions.push(crate::LockSession {
+            transaction: trx(secs as u64, "LOCK WAIT", 1),
+            ..lock_session(
+                id,
+                "Query",
+                secs,
+                Some("Updating"),
+                Some("UPDATE `orders` SET `state` = ? WHERE `id` = ?"),
+            )
+        });
+        waits.push(crate::LockWait {
+            waiter: id,
+            blocker: Some(9),
+            kind: crate::LockKind::Row,
+            seconds: secs,
+            object: Some("`shop`.`orders` index PRIMARY".into()),
+            mode: Some("X".into()),
+            probable: false,
+        });
+    }
+    SnapshotBuilder::new()
+        .mariadb("11.8.6-MariaDB")
+        .status(StatusVar::Uptime, "6000")
+        .status(StatusVar::InnodbRowLockCurrentWaits, "3")
+        .status(StatusVar::InnodbRowLockWaits, "103")
+        .status(StatusVar::InnodbRowLockTime, "5000")
+        .status(StatusVar::InnodbDeadlocks, "0")
+        .window(
+            60.0,
+            &[
+                (StatusVar::InnodbRowLockWaits, "100"),
+                (StatusVar::InnodbRowLockTime, "5000"),
+                (StatusVar::InnodbDeadlocks, "0"),
+            ],
+        )
+        .locks(crate::Locks {
+            scan: crate::LockScan::Read,
+            sessions,
+            waits,
+            metadata_source: crate::MetadataSource::NotNeeded,
+            truncated: false,
+        })
+        .build()
+}
+
+/// Connection 9 runs a long `SELECT` in a transaction on `orders`; connection 10's `ALTER
+/// TABLE` waits for it, and connections 11–20 queue behind the `ALTER` (scenario (b)).
+pub(crate) fn metadata_pileup(source: crate::MetadataSource) -> Snapshot {
+    let probable = matches!(source, crate::MetadataSource::Processlist { .. });
+    let mut sessions = vec![
+        crate::LockSession {
+            transaction: trx(50, "RUNNING", 0),
+            ..lock_session(
+                9,
+                "Query",
+                48.0,
+                Some("User sleep"),
+                Some("SELECT SLEEP(?)"),
+            )
+        },
+        lock_session(
+            10,
+            "Query",
+            30.0,
+            Some("Waiting for table metadata lock"),
+            Some("ALTER TABLE `orders` ADD COLUMN `note` TEXT"),
+        ),
+    ];
+    let mut waits = vec![crate::LockWait {
+        waiter: 10,
+        blocker: Some(9),
+        kind: crate::LockKind::Metadata,
+        seconds: 30.0,
+        object: Some("`shop`.`orders`".into()),
+        mode: (!probable).then(|| "SHARED_READ".into()),
+        probable,
+    }];
+    for id in 11..=20 {
+        let secs = 30.0 - (id - 10) as f64;
+        sessions.push(lock_session(
+            id,
+            "Query",
+            secs,
+            Some("Waiting for table metadata lock"),
+            Some("SELECT * FROM `orders` WHERE `id` = ?"),
+        ));
+        waits.push(crate::LockWait {
+            waiter: id,
+            blocker: Some(10),
+            kind: crate::LockKind::Metadata,
+            seconds: secs,
+            object: Some("`shop`.`orders`".into()),
+            mode: None,
+            probable: false,
+        });
+    }
+    SnapshotBuilder::new()
+        .mariadb("11.8.6-MariaDB")
+        .status(StatusVar::Uptime, "6000")
+        .status(StatusVar::ThreadsRunning, "13")
+        .status(StatusVar::InnodbRowLockCurrentWaits, "0")
+        .locks(crate::Locks {
+            scan: crate::LockScan::Read,
+            sessions,
+            waits,
+            metadata_source: source,
+            truncated: false,
+        })
+        .build()
+}
+
+/// Two code paths update the same two rows in opposite orders: 40 deadlocks in a minute.
+pub(crate) fn deadlock_storm() -> Snapshot {
+    SnapshotBuilder::new()
+        .mariadb("11.8.6-MariaDB")
+        .status(StatusVar::Uptime, "6000")
+        .status(StatusVar::InnodbDeadlocks, "140")
+        .window(60.0, &[(StatusVar::InnodbDeadlocks, "100")])
+        .last_deadlock(Some(crate::Deadlock {
+            at: Some("2026-11-27 16:50:01".into()),
+            transactions: vec![
+                crate::DeadlockTransaction {
+                    thread_id: Some(21),
+                    user: Some("app".into()),
+                    host: Some("10.0.0.21".into()),
+                    statement: Some("UPDATE `accounts` SET `balance` = `balance` - ? WHERE `id` = ?".into()),
+                    holds: vec!["lock_mode X locks rec but not gap on index PRIMARY of table `shop`.`accounts`".into()],
+                    waits_for: Some("lock_mode X locks rec but not gap on index PRIMARY of table `shop`.`accounts`".into()),
+                },
+                crate::DeadlockTransaction {
+                    thread_id: Some(22),
+                    user: Some("app".into()),
+                    host: Some("10.0.0.22".into()),
+                    statement: Some("UPDATE `accounts` SET `balance` = `balance` + ? WHERE `id` = ?".into()),
+                    holds: vec!["lock_mode X locks rec but not gap on index PRIMARY of table `shop`.`accounts`".into()],
+                    waits_for: Some("lock_mode X locks rec but not gap on index PRIMARY of table `shop`.`accounts`".into()),
+                },
+            ],
+            rolled_back: Some(2),
+            deadlocks: 140,
+        }))
+        .build()
 }

@@ -2,6 +2,7 @@
 
 use crate::Rule;
 
+mod blocking;
 mod digest_text;
 #[cfg(test)]
 mod examples;
@@ -54,6 +55,10 @@ rules! {
     pd214_joins_without_index::JoinsWithoutIndex,
     pd215_long_transaction::LongTransaction,
     pd216_innodb_flush_method_buffered::InnodbFlushMethodBuffered,
+    pd217_row_lock_waits::RowLockWaits,
+    pd218_deadlocks::Deadlocks,
+    pd219_metadata_lock_pileup::MetadataLockPileup,
+    pd220_idle_transaction_holding_locks::IdleTransactionHoldingLocks,
     pd301_small_pages_aix::SmallPagesAix,
     pd302_small_pages_linux::SmallPagesLinux,
     pd303_tlb_miss_rate_high::TlbMissRateHigh,

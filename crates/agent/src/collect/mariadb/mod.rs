@@ -3,8 +3,10 @@
 //! Each part is timed as its own [`CollectorRun`]; a part that fails leaves its piece of the
 //! snapshot `Unavailable` with the reason and never stops the others.
 
+mod deadlock;
 mod due;
 mod innodb;
+mod locks;
 mod option_file;
 mod part;
 mod probe;
@@ -36,6 +38,7 @@ use part::Part;
 
 pub(crate) use due::still_fresh;
 pub use innodb::InnodbCache;
+pub use locks::LockCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
 use session::Session;
 pub use statements::{StatementOptions, StatementTracker};
@@ -64,6 +67,9 @@ pub struct MariadbOptions {
     /// Reuse the InnoDB size and transactions for a while (the agent); `None` reads them every
     /// time (doctor).
     pub innodb_cache: Option<InnodbCache>,
+    /// The last deadlock read, and the lock read only when the status says something can
+    /// wait (the agent); `None` always reads the locks (doctor).
+    pub lock_cache: Option<LockCache>,
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -210,8 +216,12 @@ fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 2] {
 fn after_window<'a>(
     opts: &'a MariadbOptions,
     observer: &'a dyn ProbeObserver,
-) -> [Box<dyn Part + 'a>; 2] {
+) -> [Box<dyn Part + 'a>; 3] {
     [
+        // First: the waits as they are when the status window ends.
+        Box::new(locks::LocksPart {
+            cache: opts.lock_cache.as_ref(),
+        }),
         Box::new(vector::VectorIndexes {
             cache: opts.vector_cache.as_ref(),
         }),
