@@ -95,6 +95,9 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             StatusVar::InnodbCheckpointAge,
             StatusVar::InnodbCheckpointMaxAge,
             StatusVar::InnodbHistoryListLength,
+            StatusVar::InnodbRowLockWaits,
+            StatusVar::InnodbRowLockTime,
+            StatusVar::InnodbDeadlocks,
         ]
         .into_iter()
         .enumerate()
@@ -114,6 +117,34 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
                 age_seconds: 75,
                 ..Default::default()
             }),
+        });
+        // A row-lock queue: connection 9, idle in its transaction, blocks two sessions (its
+        // user and host need escaping).
+        f.locks = Gathered::Available(powerdiag_rules::Locks {
+            sessions: vec![powerdiag_rules::LockSession {
+                id: 9,
+                user: "app\"}".into(),
+                host: "10.0.0.9:5\n1234".into(),
+                command: "Sleep".into(),
+                seconds: 40.0,
+                statement: Some("SELECT * FROM `orders` WHERE `id` = ? FOR UPDATE".into()),
+                transaction: Some(powerdiag_rules::SessionTransaction {
+                    age_seconds: 45,
+                    state: "RUNNING".into(),
+                    rows_locked: 1,
+                    rows_modified: 0,
+                }),
+                ..Default::default()
+            }],
+            waits: [(11, 30.5), (12, 12.25)]
+                .map(|(waiter, seconds)| powerdiag_rules::LockWait {
+                    waiter,
+                    blocker: Some(9),
+                    seconds,
+                    ..Default::default()
+                })
+                .to_vec(),
+            ..Default::default()
         });
         for (var, v) in [
             (StatusVar::HandlerReadLast, "1234"),

@@ -108,6 +108,8 @@ const COUNTERS: &str = "Linux, perf counters on mariadbd";
 const SELF_LINUX: &str = "Linux: the agent's own process";
 const INNODB_SIZE: &str = "MariaDB reached, SELECT on mysql.innodb_table_stats";
 const INNODB_TRX: &str = "MariaDB reached, PROCESS (information_schema.INNODB_TRX)";
+const LOCKS: &str = "MariaDB reached, PROCESS (the mariadb_locks collector)";
+const BLOCKING: &str = "while a session blocks others (at most 5 series)";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
 const STORAGE_IO: &str = "a server on this host, live, with a window and a block device";
@@ -228,6 +230,18 @@ catalogue! {
         "Open InnoDB transactions (information_schema.INNODB_TRX)";
     SRV_OLDEST_TRANSACTION_AGE: Gauge "powerdiag_mariadb_innodb_oldest_transaction_age_seconds" [] unit "seconds" when INNODB_TRX
         "Age of the oldest open InnoDB transaction, 0 when none is open (PD215)";
+    SRV_INNODB_ROW_LOCK_WAITS: Counter "powerdiag_mariadb_innodb_row_lock_waits_total" [] when DB
+        "Innodb_row_lock_waits: row-lock waits begun (PD217)";
+    SRV_INNODB_ROW_LOCK_WAIT_SECONDS: Counter "powerdiag_mariadb_innodb_row_lock_wait_seconds_total" [] unit "seconds" when DB
+        "Innodb_row_lock_time: time the ended row-lock waits took (PD217)";
+    SRV_INNODB_DEADLOCKS: Counter "powerdiag_mariadb_innodb_deadlocks_total" [] when DB
+        "Innodb_deadlocks (PD218)";
+    LOCK_WAITING_SESSIONS: Gauge "powerdiag_mariadb_lock_waiting_sessions" ["kind"] when LOCKS
+        "Sessions waiting for a lock now, by kind: row (InnoDB), metadata (a table's), other_metadata (schema, global read, backup, flush), table (table-level) (PD217, PD219)";
+    LOCK_OLDEST_WAIT: Gauge "powerdiag_mariadb_lock_oldest_wait_seconds" ["kind"] unit "seconds" when LOCKS
+        "The longest present wait for a lock of this kind, 0 when none waits (PD217, PD219)";
+    LOCK_BLOCKER_INFO: Gauge "powerdiag_mariadb_lock_blocker_info" ["thread_id", "user", "host", "command", "statement"] when BLOCKING
+        "A session at the root of a lock queue; the value is the number of sessions queued behind it. statement: its statement with literals masked, cut to 64 characters (PD217, PD219, PD220)";
     THREADS_CONNECTED: Gauge "powerdiag_mariadb_threads_connected" [] when DB
         "Threads_connected";
     THREADS_RUNNING: Gauge "powerdiag_mariadb_threads_running" [] when DB

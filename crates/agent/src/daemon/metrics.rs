@@ -341,6 +341,8 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
         (StatusVar::SelectFullJoin, &c::SRV_SELECT_FULL_JOIN),
         (StatusVar::SelectRangeCheck, &c::SRV_SELECT_RANGE_CHECK),
         (StatusVar::InnodbLogWaits, &c::SRV_INNODB_LOG_WAITS),
+        (StatusVar::InnodbRowLockWaits, &c::SRV_INNODB_ROW_LOCK_WAITS),
+        (StatusVar::InnodbDeadlocks, &c::SRV_INNODB_DEADLOCKS),
         (
             StatusVar::InnodbLsnCurrent,
             &c::SRV_INNODB_REDO_WRITTEN_BYTES,
@@ -388,6 +390,17 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
             ],
         );
     }
+    b.one(
+        &c::SRV_INNODB_ROW_LOCK_WAIT_SECONDS,
+        st(StatusVar::InnodbRowLockTime).map(|ms| ms / 1000.0),
+    );
+    if let Gathered::Available(l) = &f.locks {
+        locks(
+            b,
+            l,
+            f.status_u64(StatusVar::InnodbRowLockCurrentWaits).ok(),
+        );
+    }
     if let Gathered::Available(t) = &f.transactions {
         b.one(&c::SRV_OPEN_TRANSACTIONS, Some(t.open as f64));
         b.one(
@@ -395,6 +408,65 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
             Some(t.oldest.as_ref().map_or(0.0, |o| o.age_seconds as f64)),
         );
     }
+}
+
+/// Statement text in the blocker's info series, characters.
+const BLOCKER_STATEMENT_CHARS: usize = 64;
+
+/// Who waits (per kind: how many, the longest) and, while a queue exists, who blocks it.
+/// Without a read (nothing could wait) the row count is the status read's
+/// `Innodb_row_lock_current_waits` and every other kind is 0.
+fn locks(b: &mut Builder, l: &powerdiag_rules::Locks, row_waits: Option<u64>) {
+    use powerdiag_rules::{LockKind, LockScan};
+    let kinds = [
+        LockKind::Row,
+        LockKind::Metadata,
+        LockKind::OtherMetadata,
+        LockKind::Table,
+    ];
+    let quiet = matches!(l.scan, LockScan::Quiet { .. });
+    b.add(
+        &c::LOCK_WAITING_SESSIONS,
+        kinds.map(|k| {
+            let n = match (quiet, k) {
+                (true, LockKind::Row) => row_waits.unwrap_or(0) as f64,
+                _ => l.waiting(k) as f64,
+            };
+            ([k.label()], n)
+        }),
+    );
+    b.add(
+        &c::LOCK_OLDEST_WAIT,
+        kinds.map(|k| {
+            let oldest = l.waits_of(k).first().map_or(0.0, |w| w.seconds);
+            ([k.label()], oldest)
+        }),
+    );
+    b.add(
+        &c::LOCK_BLOCKER_INFO,
+        l.roots().into_iter().take(5).map(|r| {
+            let s = l.session(r.id);
+            (
+                [
+                    r.id.to_string(),
+                    s.map(|s| cut(&s.user, 64)).unwrap_or_default(),
+                    s.map(|s| cut(&s.host, 64)).unwrap_or_default(),
+                    s.map(|s| {
+                        if s.idle_in_transaction() {
+                            "idle in transaction".to_owned()
+                        } else {
+                            cut(&s.command, 32)
+                        }
+                    })
+                    .unwrap_or_default(),
+                    s.and_then(|s| s.statement.as_deref())
+                        .map(|st| cut(st, BLOCKER_STATEMENT_CHARS))
+                        .unwrap_or_default(),
+                ],
+                r.queued.len() as f64,
+            )
+        }),
+    );
 }
 
 /// The vector probe's results, in the sample that ran it (the agent probes on its own, slower
