@@ -385,7 +385,11 @@ impl LockSession {
 /// statement without the values a session sent. Comments are dropped.
 pub fn mask_statement(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max * 4));
-    let chars: Vec<char> = text.chars().collect();
+    // Literals and comments may be long, but a statement shown in `max` characters never
+    // needs more than this much of its text.
+    let budget = max.saturating_mul(16).max(4096);
+    let chars: Vec<char> = text.chars().take(budget).collect();
+    let cut_input = text.chars().nth(budget).is_some();
     let mut i = 0;
     let mut space = false;
     let push = |out: &mut String, c: char, space: &mut bool| {
@@ -488,7 +492,7 @@ pub fn mask_statement(text: &str, max: usize) -> String {
             }
         }
     }
-    if out.chars().count() > max || i < chars.len() {
+    if out.chars().count() > max || i < chars.len() || cut_input {
         let cut: String = out.chars().take(max.saturating_sub(1)).collect();
         return format!("{}…", cut.trim_end());
     }
@@ -524,6 +528,9 @@ mod tests {
         assert_eq!(mask_statement("SELECT 'abc", 50), "SELECT ?");
         assert_eq!(mask_statement("SELECT\u{0}\u{7} 1", 50), "SELECT ?");
         assert_eq!(mask_statement("/* open", 50), "");
+        // A huge literal costs a bounded amount of work, and the cut shows.
+        let huge = format!("INSERT INTO t VALUES ('{}')", "x".repeat(10_000_000));
+        assert_eq!(mask_statement(&huge, 64), "INSERT INTO t VALUES (?…");
     }
 
     #[test]

@@ -95,14 +95,22 @@ impl Rule for Deadlocks {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
         let limit = limits.get(&MAX_DEADLOCKS_PER_MINUTE) / 60.0;
-        let c = s.judge(limits.count(&MIN_UPTIME), |c| {
-            let n = c.get(StatusVar::InnodbDeadlocks)?;
-            Ok(Evidence::of(
-                &Estimate::rate(n, c.seconds()),
-                limit,
-                "deadlocks",
-            ))
-        })?;
+        let c = s
+            .judge(limits.count(&MIN_UPTIME), |c| {
+                let n = c.get(StatusVar::InnodbDeadlocks)?;
+                Ok(Evidence::of(
+                    &Estimate::rate(n, c.seconds()),
+                    limit,
+                    "deadlocks",
+                ))
+            })
+            .map_err(|mut v| {
+                // Undecided, but the last deadlock is still worth showing.
+                if let Gathered::Available(Some(d)) = &db.last_deadlock {
+                    v.evidence.extend(describe(d));
+                }
+                v
+            })?;
         let n = c.get(StatusVar::InnodbDeadlocks)?;
         let per_minute = n as f64 * 60.0 / c.seconds().max(1e-3);
         let mut evidence = vec![format!("{n} deadlocks, {}", c.describe())];
