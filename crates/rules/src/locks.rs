@@ -329,6 +329,27 @@ impl Locks {
     }
 }
 
+impl Locks {
+    /// `KILL id;` with what it ends, for the session at the root of a queue: text for a
+    /// human to run (powerdiag never runs it).
+    pub fn kill_command(&self, r: &Root) -> String {
+        let ends = match self.session(r.id) {
+            Some(s) if s.transaction.is_some() => "rolls back its open transaction and",
+            _ => "ends its statement and",
+        };
+        let probable = if r.probable {
+            " (the probable holder: check it first)"
+        } else {
+            ""
+        };
+        format!(
+            "KILL {};  -- {ends} releases its locks: {} queued behind it{probable}",
+            r.id,
+            r.queued.len()
+        )
+    }
+}
+
 /// A session at the root of a queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Root {

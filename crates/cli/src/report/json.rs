@@ -20,6 +20,10 @@ pub(crate) struct DoctorJson<'a> {
     /// or with `--statements 0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) top_statements: Option<&'a super::statements::TopStatements>,
+    /// Who waits for whom, the commands that end it, and the last deadlock; absent without
+    /// MariaDB facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) blocking: Option<&'a super::blocking::Blocking>,
     pub(crate) snapshot: &'a Snapshot,
 }
 
@@ -46,6 +50,7 @@ pub(crate) fn doctor_json<'a>(
     r: &'a Report,
     code: u8,
     top_statements: Option<&'a super::statements::TopStatements>,
+    blocking: Option<&'a super::blocking::Blocking>,
 ) -> DoctorJson<'a> {
     let (host, host_error) = match s.host.as_ref() {
         Ok(h) => (Some(h), None),
@@ -74,6 +79,7 @@ pub(crate) fn doctor_json<'a>(
         checks: &r.checks,
         findings: r.findings(),
         top_statements,
+        blocking,
         snapshot: s,
     }
 }

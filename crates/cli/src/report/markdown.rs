@@ -9,6 +9,7 @@ pub(crate) fn render(
     r: &Report,
     code: u8,
     top: Option<&super::statements::TopStatements>,
+    blocking: Option<&super::blocking::Blocking>,
 ) -> String {
     // Every verdict's text escaped once; snapshot fields are escaped where they are printed.
     let r = &super::escaped_report(r);
@@ -79,6 +80,9 @@ pub(crate) fn render(
         let remediation = c.remediation.trim();
         let fence = md_fence(remediation);
         let _ = writeln!(o, "\nRemediation:\n\n{fence}\n{remediation}\n{fence}\n");
+    }
+    if let Some(b) = blocking.filter(|b| b.shown()) {
+        o.push_str(&super::blocking::markdown(b));
     }
     if let Some(t) = top {
         o.push_str(&super::statements::markdown(t));

@@ -1,6 +1,7 @@
 //! Doctor reports in text, JSON and Markdown. The only module that prints.
 #![allow(clippy::print_stderr)]
 
+mod blocking;
 mod diff;
 mod json;
 mod markdown;
@@ -31,12 +32,25 @@ pub(crate) fn doctor(
     top_statements: u32,
 ) -> Result<()> {
     let top = statements::top(s, top_statements);
+    let blocking = blocking::blocking(s);
     match format {
         // JSON escapes control characters itself and keeps the raw values.
         Format::Json => write_stdout(
-            &(serde_json::to_string_pretty(&doctor_json(s, r, code, top.as_ref()))? + "\n"),
+            &(serde_json::to_string_pretty(&doctor_json(
+                s,
+                r,
+                code,
+                top.as_ref(),
+                blocking.as_ref(),
+            ))? + "\n"),
         ),
-        Format::Markdown => write_stdout(&markdown::render(s, r, code, top.as_ref())),
+        Format::Markdown => write_stdout(&markdown::render(
+            s,
+            r,
+            code,
+            top.as_ref(),
+            blocking.as_ref(),
+        )),
         Format::Text => {
             let choice = match color {
                 ColorChoice::Auto => anstream::ColorChoice::Auto,
@@ -45,7 +59,7 @@ pub(crate) fn doctor(
             };
             let mut out = anstream::AutoStream::new(std::io::stdout().lock(), choice);
             ignore_broken_pipe(
-                out.write_all(text::render(s, r, code, top.as_ref()).as_bytes())
+                out.write_all(text::render(s, r, code, top.as_ref(), blocking.as_ref()).as_bytes())
                     .and_then(|_| out.flush()),
             )
         }
@@ -307,8 +321,8 @@ mod tests {
         r.checks[0].evidence = vec![format!("evidence{payload}")];
         r.checks[0].remediation = format!("line one{payload}\nline two");
         for out in [
-            text::render(&s, &r, 0, None),
-            markdown::render(&s, &r, 0, None),
+            text::render(&s, &r, 0, None, None),
+            markdown::render(&s, &r, 0, None, None),
         ] {
             // The report's own SGR colour codes removed: `ESC [ digits m`.
             let plain = out

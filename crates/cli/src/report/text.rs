@@ -10,6 +10,7 @@ pub(crate) fn render(
     r: &Report,
     code: u8,
     top: Option<&super::statements::TopStatements>,
+    blocking: Option<&super::blocking::Blocking>,
 ) -> String {
     // Every verdict's text escaped once; snapshot fields are escaped where they are printed.
     let r = &super::escaped_report(r);
@@ -43,6 +44,10 @@ pub(crate) fn render(
     }
     for c in findings {
         finding(&mut o, c);
+    }
+    if let Some(b) = blocking.filter(|b| b.shown()) {
+        let _ = writeln!(o, "\n{}", "Blocking".bold());
+        o.push_str(&super::blocking::text(b));
     }
     if let Some(t) = top {
         let _ = writeln!(o, "\n{}", "Top statements".bold());

@@ -84,18 +84,5 @@ pub(crate) fn chain_lines(l: &Locks, roots: &[Root]) -> Vec<String> {
 
 /// `KILL id;` with what it ends, for the session at the root of a queue.
 pub(crate) fn kill_line(l: &Locks, r: &Root) -> String {
-    let ends = match l.session(r.id) {
-        Some(s) if s.transaction.is_some() => "rolls back its open transaction and",
-        _ => "ends its statement and",
-    };
-    let probable = if r.probable {
-        " (the probable holder: check it first, see the evidence)"
-    } else {
-        ""
-    };
-    format!(
-        "KILL {};  -- {ends} releases its locks: {} queued behind it{probable}",
-        r.id,
-        r.queued.len()
-    )
+    l.kill_command(r)
 }
