@@ -131,7 +131,23 @@ impl Rule for RowLockWaits {
                     }
                 }
             },
-            Err(v) => evidence.push(v.summary.clone()),
+            Err(v) => {
+                // Without the chain, the status read still says whether anyone waits now;
+                // how long, and for whom, it cannot.
+                match db.status_u64(StatusVar::InnodbRowLockCurrentWaits) {
+                    Ok(0) => evidence.push(format!(
+                        "no session waits for a row lock now (Innodb_row_lock_current_waits 0); {}",
+                        v.summary
+                    )),
+                    Ok(n) => {
+                        return Err(Verdict::insufficient(format!(
+                            "{n} sessions wait for a row lock now, but how long and for whom is unknown: {}",
+                            v.summary
+                        )));
+                    }
+                    Err(_) => return Err(v.clone()),
+                }
+            }
         }
 
         // The window: the waits that ended in it.

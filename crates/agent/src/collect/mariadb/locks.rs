@@ -349,7 +349,7 @@ pub(crate) fn pick_source(row: Option<&TextRow>) -> MetadataSource {
         return MetadataSource::MetadataLockInfo;
     }
     let better = if on(0) {
-        "for the holders: UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' WHERE NAME = 'wait/lock/metadata/sql/mdl'; (no restart; keep it with performance-schema-instrument = 'wait/lock/metadata/sql/mdl=ON' under [mariadbd]) or INSTALL SONAME 'metadata_lock_info'; (no restart)"
+        "for the holders: INSTALL SONAME 'metadata_lock_info'; (no restart; it sees the locks already held), or UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' WHERE NAME = 'wait/lock/metadata/sql/mdl'; (no restart, but it sees only the locks taken after it is on; keep it with performance-schema-instrument = 'wait/lock/metadata/sql/mdl=ON' under [mariadbd])"
     } else {
         "for the holders: INSTALL SONAME 'metadata_lock_info'; (no restart; keep it with plugin_load_add = metadata_lock_info under [mariadbd]), or performance_schema = ON with the instrument wait/lock/metadata/sql/mdl (a restart)"
     };
@@ -450,7 +450,13 @@ pub(crate) async fn read_locks(s: &mut Session) -> Result<Locks, String> {
             ),
         };
         let mut waits = metadata_waits(&state_waiters, &mdl);
-        if let MetadataSource::Processlist { .. } = source {
+        // A DDL whose holder no source names — PROCESSLIST only, or performance_schema's
+        // instrument switched on after the holder took its lock (it sees only later ones):
+        // the holder is inferred, and marked probable.
+        if waits
+            .iter()
+            .any(|w| w.kind == LockKind::Metadata && w.blocker.is_none())
+        {
             infer_holders(s, &mut waits, &state_waiters, &mut locks.sessions).await;
         }
         locks.waits.extend(waits);
