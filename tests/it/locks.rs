@@ -496,3 +496,57 @@ fn without_process_the_lock_rules_name_the_grant() {
         d["blocking"]
     );
 }
+
+/// The budget: with nothing waiting the lock collection adds no statement to the agent's
+/// steady sample (the status read alone); with a row-lock queue it reads the waiting sessions,
+/// the chain and the blocker's session — three statements — and stops again after the fix.
+#[test]
+fn the_lock_read_costs_nothing_while_nothing_waits() {
+    let server = Server::get("lock1011");
+    let _one = server_lock("lock1011");
+    let rt = rt();
+    schema(&rt, &server);
+    let agent = crate::agent::start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nvariables_refresh = \"1h\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+    );
+    let statements = || {
+        crate::agent::get(agent.port, "/metrics")
+            .and_then(|(_, _, body)| crate::agent::metric(&body, "powerdiag_sample_sql_statements"))
+    };
+    assert!(
+        crate::agent::eventually(Duration::from_secs(15), || statements() == Some(1.0)),
+        "nothing waits, yet the steady sample is not the status read alone: {:?}",
+        statements()
+    );
+    let mut blocker = rt.block_on(async {
+        let mut c = conn(&server).await;
+        exec(
+            &mut c,
+            &["BEGIN", "SELECT * FROM lk.r WHERE id = 2 FOR UPDATE"],
+        )
+        .await;
+        c
+    });
+    let waiter = spawn_blocked(
+        &rt,
+        &server,
+        &["SET SESSION innodb_lock_wait_timeout = 300"],
+        "UPDATE lk.r SET v = v + 1 WHERE id = 2".into(),
+    );
+    assert!(
+        crate::agent::eventually(Duration::from_secs(15), || statements() == Some(4.0)),
+        "with a queue the sample is not the status read and three lock reads: {:?}",
+        statements()
+    );
+    rt.block_on(async { blocker.query_drop("ROLLBACK").await.unwrap() });
+    rt.block_on(waiter).unwrap().unwrap();
+    assert!(
+        crate::agent::eventually(Duration::from_secs(15), || statements() == Some(1.0)),
+        "after the fix the sample is not the status read alone again: {:?}",
+        statements()
+    );
+    rt.block_on(async {
+        let _ = blocker.disconnect().await;
+    });
+}
