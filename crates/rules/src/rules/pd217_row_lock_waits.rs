@@ -16,9 +16,11 @@ declare_rule! {
     ///   sessions are queued now.
     /// - **over the window**: `Innodb_row_lock_time` (the time the waits that ended took) and
     ///   `Innodb_row_lock_waits` over the shortest recent window that decides. Fails, as a
-    ///   warning, when the time waited is more than {max_wait_share} of the window's wall time
-    ///   (that many sessions waiting on average) or the average wait is longer than
-    ///   {max_average_wait} s. The wait time is counted, not sampled, so a window decides when
+    ///   warning, when the time waited per second of wall time is more than {max_wait_share}
+    ///   (that many sessions waiting on average: by default one connection's worth of time
+    ///   lost to row locks, continuously, whatever the number of connections) or the average
+    ///   wait is longer than {max_average_wait} s (waits of milliseconds are ordinary contention;
+    ///   half a second means a lock held across something slow). The wait time is counted, not sampled, so a window decides when
     ///   it is under both limits or when at least 10 waits ended; fewer waits over the limits
     ///   are too few to be a pattern. The statements with the most lock time (the digests'
     ///   `SUM_LOCK_TIME`) are shown when digests are read. The agent looks back at most
@@ -52,7 +54,7 @@ declare_rule! {
         severity: Critical,
         scope: Database,
         summary: "sessions wait for InnoDB row locks",
-        fails_when: "a row-lock wait longer than 10 s now (critical), or over the window row-lock waits took > 10% of wall time or > 0.5 s each (warning) *(heuristic)*",
+        fails_when: "a row-lock wait longer than 10 s now (critical), or over the window row-lock waits took > 1 s per second of wall time or > 0.5 s each (warning) *(heuristic)*",
         severity_why: "critical: sessions are queued on a row lock now (a warning when only the window's wait time is high and nothing waits now)",
         thresholds: [MAX_ROW_LOCK_WAIT, MAX_WAIT_SHARE, MAX_AVERAGE_WAIT, MIN_UPTIME],
     }
@@ -68,7 +70,7 @@ const MAX_ROW_LOCK_WAIT: Threshold = Threshold {
 };
 const MAX_WAIT_SHARE: Threshold = Threshold {
     key: "max_wait_share",
-    default: 0.1,
+    default: 1.0,
     min: 0.0,
     max: 1e6,
     unit: Unit::Number,
@@ -197,8 +199,7 @@ impl Rule for RowLockWaits {
                 ));
                 if share > max_share || avg > max_avg {
                     window_fail = Some(format!(
-                        "row-lock waits took {share:.2} sessions' time on average ({}% of wall time), {} per wait",
-                        (share * 100.0).round(),
+                        "row-lock waits took {share:.2} s per second ({share:.2} sessions waiting on average), {} per wait",
                         format_us(avg * 1e6)
                     ));
                 }
@@ -312,13 +313,17 @@ pub(crate) mod tests {
 
     #[test]
     fn the_window_judges_the_time_waited() {
-        // 40 waits of 0.8 s in 60 s: 0.53 sessions waiting on average.
+        // 40 waits of 0.8 s in 60 s: 0.8 s per wait, 0.53 sessions waiting on average.
         let s = window(("100", "140"), ("5000", "37000"), 60.0);
         let v = verdict(&RowLockWaits, &s);
         assert_eq!(v.status, Status::Fail, "{v:?}");
         let c = crate::evaluate(&s);
         let c = c.checks.iter().find(|c| c.code == "PD217").unwrap();
         assert_eq!(c.severity, Severity::Warning, "nothing waits now");
+        // 2,000 waits of 60 ms in 60 s: two sessions waiting on average.
+        let v = verdict(&RowLockWaits, &window(("100", "2100"), ("5000", "125000"), 60.0));
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(v.summary.contains("2.00 sessions waiting on average"), "{v:?}");
         // Many short waits: a pass.
         let v = verdict(&RowLockWaits, &window(("100", "400"), ("5000", "5600"), 60.0));
         assert_eq!(v.status, Status::Pass, "{v:?}");
