@@ -108,6 +108,51 @@ local runbook(cfg, page) = '%s/%s.md' % [cfg.runbookBaseUrl, page];
           },
         ],
       },
+      {
+        name: 'powerdiag-locks',
+        rules: [
+          // Sessions queue on a metadata lock (a DDL waiting behind an open transaction, and
+          // every statement on the table behind the DDL): the table is stopped until someone
+          // kills the holder. Pages sooner than PD219's check alert (criticalCheckFor).
+          {
+            alert: 'PowerdiagMetadataLockPileup',
+            expr: 'sum without (kind) (powerdiag_mariadb_lock_waiting_sessions{%s, kind=~"metadata|other_metadata"}) >= %d and max without (kind) (powerdiag_mariadb_lock_oldest_wait_seconds{%s, kind=~"metadata|other_metadata"}) > %g' % [cfg.jobSelector, cfg.metadataLockMinWaiting, cfg.jobSelector, cfg.metadataLockMaxWaitSeconds],
+            'for': cfg.metadataLockPileupFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Sessions pile up on a metadata lock on {{ $labels.instance }}',
+              description: 'PowerdiagMetadataLockPileup: on {{ $labels.instance }} at least %d sessions have waited for a metadata lock, the oldest for more than %g s, for %s: every new statement on the table queues behind the waiting DDL. The session holding the lock is in `powerdiag_mariadb_lock_blocker_info{instance="{{ $labels.instance }}"}` (thread_id, user, host, command, statement; the value is the sessions queued behind it); `powerdiag doctor` on the host names it with the `KILL` line to release the queue (PD219).' % [cfg.metadataLockMinWaiting, cfg.metadataLockMaxWaitSeconds, cfg.metadataLockPileupFor],
+              runbook_url: runbook(cfg, 'PowerdiagMetadataLockPileup'),
+            },
+          },
+          // Time spent waiting for InnoDB row locks, per second: the number of sessions
+          // waiting on average (counted when each wait ends).
+          {
+            alert: 'PowerdiagRowLockTimeHigh',
+            expr: 'rate(powerdiag_mariadb_innodb_row_lock_wait_seconds_total{%s}[%s]) > %g' % [cfg.jobSelector, cfg.rowLockTimeWindow, cfg.rowLockTimeMaxRate],
+            'for': cfg.rowLockTimeFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Sessions wait for InnoDB row locks on {{ $labels.instance }}',
+              description: 'PowerdiagRowLockTimeHigh: on {{ $labels.instance }} sessions have spent more than %g s per second waiting for InnoDB row locks (over %s) for %s: transactions contend for the same rows. `powerdiag doctor` on the host names the blocking sessions while they block (PD217), and `powerdiag_mariadb_lock_blocker_info` carries them.' % [cfg.rowLockTimeMaxRate, cfg.rowLockTimeWindow, cfg.rowLockTimeFor],
+              runbook_url: runbook(cfg, 'PowerdiagRowLockTimeHigh'),
+            },
+          },
+          // InnoDB deadlocks, per minute: each rolls back a transaction the application has
+          // to retry.
+          {
+            alert: 'PowerdiagDeadlocksFrequent',
+            expr: 'rate(powerdiag_mariadb_innodb_deadlocks_total{%s}[%s]) * 60 > %g' % [cfg.jobSelector, cfg.deadlocksWindow, cfg.deadlocksMaxPerMinute],
+            'for': cfg.deadlocksFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'InnoDB deadlocks are frequent on {{ $labels.instance }}',
+              description: 'PowerdiagDeadlocksFrequent: on {{ $labels.instance }} InnoDB has detected more than %g deadlocks per minute (over %s) for %s; each rolls back one transaction. `powerdiag doctor` on the host shows the last deadlock, its two transactions and their statements (PD218).' % [cfg.deadlocksMaxPerMinute, cfg.deadlocksWindow, cfg.deadlocksFor],
+              runbook_url: runbook(cfg, 'PowerdiagDeadlocksFrequent'),
+            },
+          },
+        ],
+      },
     ],
   },
 }

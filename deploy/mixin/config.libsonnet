@@ -28,6 +28,23 @@
     // A collector (powerdiag_collector_success) failing this long.
     collectorFailingFor: '15m',
 
+    // The lock alerts (group powerdiag-locks), on the agent's lock metrics rather than its
+    // checks: they name the blocker's series and act sooner than PD217-PD219's check alerts.
+    // Sessions waiting for a metadata lock (kind metadata or other_metadata), at least this
+    // many, the oldest for more than metadataLockMaxWaitSeconds (PD219's defaults): pages.
+    metadataLockMinWaiting: 2,
+    metadataLockMaxWaitSeconds: 5,
+    metadataLockPileupFor: '1m',
+    // Seconds spent in row-lock waits per second (the sessions waiting on average, counted as
+    // the waits end) over rowLockTimeWindow: a ticket.
+    rowLockTimeMaxRate: 0.1,
+    rowLockTimeWindow: '5m',
+    rowLockTimeFor: '15m',
+    // InnoDB deadlocks per minute over deadlocksWindow: a ticket.
+    deadlocksMaxPerMinute: 5,
+    deadlocksWindow: '5m',
+    deadlocksFor: '10m',
+
     // Grafana-managed alerting (grafana-alerts.libsonnet): the same rules, evaluated by Grafana.
     // The Prometheus data source's uid (deploy/grafana/provisioning/datasources/prometheus.yml).
     grafanaDatasourceUid: 'prometheus',
