@@ -37,7 +37,7 @@
     metadataLockPileupFor: '1m',
     // Seconds spent in row-lock waits per second (the sessions waiting on average, counted as
     // the waits end) over rowLockTimeWindow: a ticket.
-    rowLockTimeMaxRate: 0.1,
+    rowLockTimeMaxRate: 1,
     rowLockTimeWindow: '5m',
     rowLockTimeFor: '15m',
     // InnoDB deadlocks per minute over deadlocksWindow: a ticket.
