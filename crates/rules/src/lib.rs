@@ -16,6 +16,7 @@ mod os;
 #[cfg(test)]
 mod props;
 mod read;
+mod releases;
 mod report;
 mod rule;
 pub mod rules;

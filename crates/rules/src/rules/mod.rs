@@ -81,6 +81,7 @@ rules! {
     pd704_statement_temp_disk_tables::StatementTempDiskTables,
     pd801_datadir_space_low::DatadirSpaceLow,
     pd802_storage_saturated::StorageSaturated,
+    pd805_version_end_of_life::VersionEndOfLife,
 }
 
 /// The rule table of docs/rules.md (between its `<!-- rules -->` markers), made from the
