@@ -5,7 +5,7 @@
 #
 # A measurement, not a test: it prints numbers and their budgets and fails only when it cannot
 # measure. It does its own set-up: system packages and the MariaDB 11.8 root
-# (tests/harness/setup.sh), wrk and hyperfine (apt), a release build, its own MariaDB 11.8 on
+# (tests/harness/setup.sh), wrk, hyperfine and python3-pymysql (apt), a release build, its own MariaDB 11.8 on
 # loopback (tests/harness/mariadb.sh, port POWERDIAG_BENCH_PORT, default 33190) under a temporary
 # directory, three vector indexes, and later 10,000 tables (tests/harness/many-tables.sh). It
 # stops that server and removes the directory whatever happens.
@@ -22,14 +22,18 @@
 #      each statement form for variables and status costs the server, sent once a second on
 #      one connection, against a `DO 1` sent the same way; what one read of the
 #      statement digests costs the server with 1,000 distinct digests in the table (the agent
-#      reading them every sample, against the agent with the reads off);
+#      reading them every sample, against the agent with the reads off); what the lock read
+#      (crates/agent/src/collect/mariadb/locks.rs) costs the server with 1,000 idle connections
+#      (tests/harness/lock-pileup.py), with nothing waiting, a row-lock chain of 10 and a
+#      metadata-lock pile-up of 10 under each holder source, and the agent's statements per
+#      sample with nothing waiting and with the chain;
 #   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
 #      statements, one agent sample's collector time and statements.
 #
 # Environment: POWERDIAG_BENCH_PORT (33190), POWERDIAG_BENCH_SECONDS (60: each of the idle and
 # agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_FORM_SAMPLES
-# (20: statements of each form), POWERDIAG_BENCH_TABLES
-# (10000), POWERDIAG_BENCH_CRITERION=0 skips step 1.
+# (20: statements of each form), POWERDIAG_BENCH_LOCK_LOOPS (50: lock reads per loop),
+# POWERDIAG_BENCH_TABLES (10000), POWERDIAG_BENCH_CRITERION=0 skips step 1.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,15 +43,16 @@ PORT=${POWERDIAG_BENCH_PORT:-33190}
 SECONDS_CPU=${POWERDIAG_BENCH_SECONDS:-60}
 SECONDS_SCRAPE=${POWERDIAG_BENCH_SCRAPE_SECONDS:-10}
 FORM_SAMPLES=${POWERDIAG_BENCH_FORM_SAMPLES:-20}
+LOCK_LOOPS=${POWERDIAG_BENCH_LOCK_LOOPS:-50}
 TABLES=${POWERDIAG_BENCH_TABLES:-10000}
 step() { printf '\n==> %s\n' "$*" >&2; }
 say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
 
-step "set-up (tests/harness/setup.sh, wrk, hyperfine, release build)"
+step "set-up (tests/harness/setup.sh, wrk, hyperfine, python3-pymysql, release build)"
 "$HERE/harness/setup.sh"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-if ! command -v wrk >/dev/null || ! command -v hyperfine >/dev/null; then
-    apt-get -y -q -o DPkg::Lock::Timeout=300 install --no-install-recommends wrk hyperfine >/dev/null
+if ! command -v wrk >/dev/null || ! command -v hyperfine >/dev/null || ! /usr/bin/python3 -c 'import pymysql' 2>/dev/null; then
+    apt-get -y -q -o DPkg::Lock::Timeout=300 install --no-install-recommends wrk hyperfine python3-pymysql >/dev/null
 fi
 cargo build --release --locked -p powerdiag
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/powerdiag
@@ -88,12 +93,14 @@ for name, rows, dim, dist in [("docs", 5000, 256, "euclidean"), ("faq", 2000, 12
 EOF
 
 : >"$work/summary"
+# shellcheck source=/dev/null
 say "machine: $(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.0f GB", $2 / 1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), load at start $(cut -d' ' -f1-3 /proc/loadavg)"
 say "server: $(sql -e 'SELECT VERSION()'), powerdiag $("$BIN" --version | awk '{print $2}') (release build)"
 
 if [ "${POWERDIAG_BENCH_CRITERION:-1}" != 0 ]; then
     step "criterion benches"
     for b in "powerdiag-rules rules" "powerdiag-agent host_sample"; do
+        # shellcheck disable=SC2086 # a package and a bench
         set -- $b
         cargo bench --locked -p "$1" --bench "$2" 2>/dev/null | tee "$work/criterion" |
             awk '/^[^ ].*time:|^[a-zA-Z].*$/ && !/Gnuplot|Benchmarking|Warming|Collecting|Analyzing|Found|outlier|change:|Performance|No change|mild|severe/' >&2
@@ -243,6 +250,89 @@ for form in \
     c=$(form_cost "$form")
     say "statement form: +$(((c - base) / 1000)) µs over DO 1: ${form:0:90}$([ ${#form} -gt 90 ] && echo ...)"
 done
+
+step "lock read: server CPU with 1,000 idle connections (tests/harness/lock-pileup.py)"
+# What the mariadb_locks collector's read costs mariadbd with 1,000 idle connections: its
+# statements, copied from crates/agent/src/collect/mariadb/locks.rs, sent as the agent sends them
+# for each case, LOCK_LOOPS times back to back on one connection (one client per loop), five
+# loops; mariadbd's utime+stime ticks over a loop divided by its reads (the connection included:
+# ~1 ms for the loop). Then the agent's own statement counter, quiet and with a chain.
+locks_rs=$ROOT/crates/agent/src/collect/mariadb/locks.rs
+lock_sql() { # NAME [ARG]: one statement of locks.rs, its Rust string literal as sent
+    python3 - "$locks_rs" "$@" <<'EOF'
+import re, sys
+src, what = open(sys.argv[1]).read(), sys.argv[2]
+arg = sys.argv[3] if len(sys.argv) > 3 else ""
+lit = lambda s: re.sub(r"\\\n\s*", "", s)  # a line continuation and the indent after it
+const = lambda n: lit(re.search(r'const %s: &str =\s*"((?:[^"\\]|\\.)*)"' % n, src, re.S).group(1))
+fmt = lambda f: lit(re.search(r'fn %s\(.*?format!\(\s*"((?:[^"\\]|\\.)*)"' % f, src, re.S).group(1)).replace(
+    "{SESSION_COLUMNS}", const("SESSION_COLUMNS"))
+out = {"sessions_sql": lambda: fmt("sessions_sql").replace("({})", "(%s)" % arg),
+       "candidates_sql": lambda: fmt("candidates_sql").replace("{seconds}", arg)}.get(what, lambda: const(what))()
+assert not re.search(r'[{}\\\n]', out), out
+print(out)
+EOF
+}
+lock_cost() { # LABEL SQL...: min/median/max over five loops of mariadbd µs per read
+    local label=$1 i t0 t1 per=()
+    shift
+    for ((i = 0; i < LOCK_LOOPS; i++)); do printf '%s;\n' "$@"; done >"$work/lock.sql"
+    for _ in 1 2 3 4 5; do
+        t0=$(ticks "$DB_PID")
+        sql <"$work/lock.sql" >/dev/null
+        t1=$(ticks "$DB_PID")
+        per+=("$(awk -v t="$((t1 - t0))" -v hz="$hz" -v n="$LOCK_LOOPS" 'BEGIN {printf "%.2f", t * 1e3 / hz / n}')")
+    done
+    say "lock read, $label ($# statements): $(printf '%s\n' "${per[@]}" | sort -n | sed -n '1p;3p;5p' | paste -sd/ -) ms of server CPU per read (min/median/max of 5 loops of $LOCK_LOOPS)"
+}
+pileup_cmd() { # COMMAND: sends it to the helper, prints its answer's last word
+    local line
+    echo "$1" >&"${PILEUP[1]}"
+    read -r line <&"${PILEUP[0]}" || { echo "bench: lock-pileup.py ended" >&2; exit 1; }
+    echo "${line##* }"
+}
+max_connections=$(sql -e "SELECT @@max_connections")
+sql -e "SET GLOBAL max_connections = GREATEST(@@max_connections, 1100)"
+coproc PILEUP { /usr/bin/python3 "$HERE/harness/lock-pileup.py" "$PORT" "${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}" 1000; }
+read -r _ <&"${PILEUP[0]}" # "idle ready"
+say "lock read: $(sql -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2) connections"
+waiters=$(lock_sql WAITERS_SQL)
+lock_cost "DO 1 sent the same way (the floor)" "DO 1"
+lock_cost "nothing waiting: WAITERS_SQL (doctor's read when quiet)" "$waiters"
+holder=$(pileup_cmd "chain 10")
+lock_cost "row-lock chain of 10 waiters: WAITERS_SQL, CHAIN_SQL ($(sql -e 'SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS') rows), the holder's session" \
+    "$waiters" "$(lock_sql CHAIN_SQL)" "$(lock_sql sessions_sql "$holder")"
+pileup_cmd release >/dev/null
+source_sql=$(lock_sql SOURCE_SQL)
+holder=$(pileup_cmd "mdl 10")
+lock_cost "metadata-lock pile-up of 10, PROCESSLIST only: WAITERS_SQL, SOURCE_SQL, the candidates" \
+    "$waiters" "$source_sql" "$(lock_sql candidates_sql 0)"
+pileup_cmd release >/dev/null
+sql -e "INSTALL SONAME 'metadata_lock_info'"
+holder=$(pileup_cmd "mdl 10")
+lock_cost "metadata-lock pile-up of 10, METADATA_LOCK_INFO: WAITERS_SQL, SOURCE_SQL, MLI_SQL, the holder's session" \
+    "$waiters" "$source_sql" "$(lock_sql MLI_SQL)" "$(lock_sql sessions_sql "$holder")"
+pileup_cmd release >/dev/null
+sql -e "UNINSTALL SONAME 'metadata_lock_info'"
+sql -e "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES' WHERE NAME = 'wait/lock/metadata/sql/mdl'"
+holder=$(pileup_cmd "mdl 10")
+lock_cost "metadata-lock pile-up of 10, performance_schema: WAITERS_SQL, SOURCE_SQL, PFS_MDL_SQL, the holder's session" \
+    "$waiters" "$source_sql" "$(lock_sql PFS_MDL_SQL)" "$(lock_sql sessions_sql "$holder")"
+pileup_cmd release >/dev/null
+sql -e "UPDATE performance_schema.setup_instruments SET ENABLED = 'NO' WHERE NAME = 'wait/lock/metadata/sql/mdl'"
+# The agent: statements per sample with nothing waiting (the lock read skipped), then with the
+# chain (its status read shows Innodb_row_lock_current_waits > 0).
+start_agent $'[sample]\ninterval = "1s"\ntimeout = "900ms"\nwindow = "0s"\n[probe]\nenabled = false\n'
+sleep 3.5
+quiet=$(metric powerdiag_sample_sql_statements)
+pileup_cmd "chain 10" >/dev/null
+sleep 2.5
+say "agent, 1,000 idle connections: $quiet SQL statements per sample with nothing waiting, $(metric powerdiag_sample_sql_statements) with the row-lock chain ($(metric 'powerdiag_mariadb_lock_waiting_sessions{kind="row"}') row-lock waiters seen) (budget: quiet adds 0)"
+stop_agent
+pileup_cmd release >/dev/null
+eval "exec ${PILEUP[1]}>&-"
+wait "$PILEUP_PID" 2>/dev/null || true
+sql -e "SET GLOBAL max_connections = $max_connections"
 
 step "scale: $TABLES tables (tests/harness/many-tables.sh)"
 s=$(date +%s.%N)
