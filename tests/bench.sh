@@ -32,7 +32,7 @@
 #
 # Environment: POWERDIAG_BENCH_PORT (33190), POWERDIAG_BENCH_SECONDS (60: each of the idle and
 # agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_FORM_SAMPLES
-# (20: statements of each form), POWERDIAG_BENCH_LOCK_LOOPS (50: lock reads per loop),
+# (20: statements of each form), POWERDIAG_BENCH_LOCK_LOOPS (20: lock reads per loop),
 # POWERDIAG_BENCH_TABLES (10000), POWERDIAG_BENCH_CRITERION=0 skips step 1.
 set -euo pipefail
 
@@ -43,7 +43,7 @@ PORT=${POWERDIAG_BENCH_PORT:-33190}
 SECONDS_CPU=${POWERDIAG_BENCH_SECONDS:-60}
 SECONDS_SCRAPE=${POWERDIAG_BENCH_SCRAPE_SECONDS:-10}
 FORM_SAMPLES=${POWERDIAG_BENCH_FORM_SAMPLES:-20}
-LOCK_LOOPS=${POWERDIAG_BENCH_LOCK_LOOPS:-50}
+LOCK_LOOPS=${POWERDIAG_BENCH_LOCK_LOOPS:-20}
 TABLES=${POWERDIAG_BENCH_TABLES:-10000}
 step() { printf '\n==> %s\n' "$*" >&2; }
 say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
@@ -254,9 +254,14 @@ done
 step "lock read: server CPU with 1,000 idle connections (tests/harness/lock-pileup.py)"
 # What the mariadb_locks collector's read costs mariadbd with 1,000 idle connections: its
 # statements, copied from crates/agent/src/collect/mariadb/locks.rs, sent as the agent sends them
-# for each case, LOCK_LOOPS times back to back on one connection (one client per loop), five
-# loops; mariadbd's utime+stime ticks over a loop divided by its reads (the connection included:
-# ~1 ms for the loop). Then the agent's own statement counter, quiet and with a chain.
+# for each case, LOCK_LOOPS times on one connection (one client per loop), 110 ms apart (a
+# DO SLEEP between reads: InnoDB refreshes its INNODB_TRX/INNODB_LOCKS cache only when its last
+# read is 100 ms old, so back to back reads would measure a cache the agent never finds), five
+# loops; mariadbd's time over a loop divided by its reads (the connection included:
+# ~1 ms for the loop) as nanoseconds on CPU of all its threads (schedstat: the 10 ms ticks are
+# too coarse here), the first case's median (DO 1: the loop, the sleeps and the server's
+# background threads) the floor the others are given over. Then the agent's own statement
+# counter, quiet and with a chain.
 locks_rs=$ROOT/crates/agent/src/collect/mariadb/locks.rs
 lock_sql() { # NAME [ARG]: one statement of locks.rs, its Rust string literal as sent
     python3 - "$locks_rs" "$@" <<'EOF'
@@ -265,25 +270,25 @@ src, what = open(sys.argv[1]).read(), sys.argv[2]
 arg = sys.argv[3] if len(sys.argv) > 3 else ""
 lit = lambda s: re.sub(r"\\\n\s*", "", s)  # a line continuation and the indent after it
 const = lambda n: lit(re.search(r'const %s: &str =\s*"((?:[^"\\]|\\.)*)"' % n, src, re.S).group(1))
-fmt = lambda f: lit(re.search(r'fn %s\(.*?format!\(\s*"((?:[^"\\]|\\.)*)"' % f, src, re.S).group(1)).replace(
-    "{SESSION_COLUMNS}", const("SESSION_COLUMNS"))
-out = {"sessions_sql": lambda: fmt("sessions_sql").replace("({})", "(%s)" % arg),
-       "candidates_sql": lambda: fmt("candidates_sql").replace("{seconds}", arg)}.get(what, lambda: const(what))()
+out = const(what).replace("{ids}", arg).replace("{seconds}", arg)
 assert not re.search(r'[{}\\\n]', out), out
 print(out)
 EOF
 }
-lock_cost() { # LABEL SQL...: min/median/max over five loops of mariadbd µs per read
-    local label=$1 i t0 t1 per=()
+lock_floor=
+lock_cost() { # LABEL SQL...: min/median/max over five loops of mariadbd ms per read, and the median over the floor
+    local label=$1 i t0 t1 per=() median
     shift
-    for ((i = 0; i < LOCK_LOOPS; i++)); do printf '%s;\n' "$@"; done >"$work/lock.sql"
+    for ((i = 0; i < LOCK_LOOPS; i++)); do printf '%s;\n' "$@" "DO SLEEP(0.11)"; done >"$work/lock.sql"
     for _ in 1 2 3 4 5; do
-        t0=$(ticks "$DB_PID")
+        t0=$(run_ns "$DB_PID")
         sql <"$work/lock.sql" >/dev/null
-        t1=$(ticks "$DB_PID")
-        per+=("$(awk -v t="$((t1 - t0))" -v hz="$hz" -v n="$LOCK_LOOPS" 'BEGIN {printf "%.2f", t * 1e3 / hz / n}')")
+        t1=$(run_ns "$DB_PID")
+        per+=("$(awk -v t="$((t1 - t0))" -v n="$LOCK_LOOPS" 'BEGIN {printf "%.2f", t / 1e6 / n}')")
     done
-    say "lock read, $label ($# statements): $(printf '%s\n' "${per[@]}" | sort -n | sed -n '1p;3p;5p' | paste -sd/ -) ms of server CPU per read (min/median/max of 5 loops of $LOCK_LOOPS)"
+    median=$(printf '%s\n' "${per[@]}" | sort -n | sed -n 3p)
+    [ -n "$lock_floor" ] || lock_floor=$median
+    say "lock read, $label ($# statements): $(printf '%s\n' "${per[@]}" | sort -n | sed -n '1p;3p;5p' | paste -sd/ -) ms of server CPU per read (min/median/max of 5 loops of $LOCK_LOOPS), median $(awk -v m="$median" -v f="$lock_floor" 'BEGIN {printf "%.2f", m - f}') ms over the floor"
 }
 pileup_cmd() { # COMMAND: sends it to the helper, prints its answer's last word
     local line
@@ -296,28 +301,32 @@ sql -e "SET GLOBAL max_connections = GREATEST(@@max_connections, 1100)"
 coproc PILEUP { /usr/bin/python3 "$HERE/harness/lock-pileup.py" "$PORT" "${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}" 1000; }
 read -r _ <&"${PILEUP[0]}" # "idle ready"
 say "lock read: $(sql -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2) connections"
-waiters=$(lock_sql WAITERS_SQL)
+waiters=$(lock_sql WAITERS_SQL 0)
 lock_cost "DO 1 sent the same way (the floor)" "DO 1"
-lock_cost "nothing waiting: WAITERS_SQL (doctor's read when quiet)" "$waiters"
-holder=$(pileup_cmd "chain 10")
-lock_cost "row-lock chain of 10 waiters: WAITERS_SQL, CHAIN_SQL ($(sql -e 'SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS') rows), the holder's session" \
-    "$waiters" "$(lock_sql CHAIN_SQL)" "$(lock_sql sessions_sql "$holder")"
+lock_cost "nothing waiting, a busy server (Threads_running >= 3): WAITERS_SQL (performance_schema.threads)" "$waiters"
+lock_cost "the same from information_schema.PROCESSLIST (performance_schema off): WAITERS_SQL_PROCESSLIST" "$(lock_sql WAITERS_SQL_PROCESSLIST 0)"
+pileup_cmd "chain 10" >/dev/null
+ids=$(sql -e "SELECT GROUP_CONCAT(DISTINCT t) FROM (SELECT r.trx_mysql_thread_id t FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id UNION SELECT b.trx_mysql_thread_id FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id) q")
+lock_cost "row-lock chain of 10 waiters: CHAIN_SQL ($(sql -e 'SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS') rows), WAITERS_SQL with both sides' ids" \
+    "$(lock_sql CHAIN_SQL)" "$(lock_sql WAITERS_SQL "$ids")"
+lock_cost "the same from information_schema.PROCESSLIST" \
+    "$(lock_sql CHAIN_SQL)" "$(lock_sql WAITERS_SQL_PROCESSLIST "$ids")"
 pileup_cmd release >/dev/null
 source_sql=$(lock_sql SOURCE_SQL)
 holder=$(pileup_cmd "mdl 10")
 lock_cost "metadata-lock pile-up of 10, PROCESSLIST only: WAITERS_SQL, SOURCE_SQL, the candidates" \
-    "$waiters" "$source_sql" "$(lock_sql candidates_sql 0)"
+    "$waiters" "$source_sql" "$(lock_sql CANDIDATES_SQL 0)"
 pileup_cmd release >/dev/null
 sql -e "INSTALL SONAME 'metadata_lock_info'"
 holder=$(pileup_cmd "mdl 10")
 lock_cost "metadata-lock pile-up of 10, METADATA_LOCK_INFO: WAITERS_SQL, SOURCE_SQL, MLI_SQL, the holder's session" \
-    "$waiters" "$source_sql" "$(lock_sql MLI_SQL)" "$(lock_sql sessions_sql "$holder")"
+    "$waiters" "$source_sql" "$(lock_sql MLI_SQL)" "$(lock_sql SESSIONS_SQL "$holder")"
 pileup_cmd release >/dev/null
 sql -e "UNINSTALL SONAME 'metadata_lock_info'"
 sql -e "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES' WHERE NAME = 'wait/lock/metadata/sql/mdl'"
 holder=$(pileup_cmd "mdl 10")
 lock_cost "metadata-lock pile-up of 10, performance_schema: WAITERS_SQL, SOURCE_SQL, PFS_MDL_SQL, the holder's session" \
-    "$waiters" "$source_sql" "$(lock_sql PFS_MDL_SQL)" "$(lock_sql sessions_sql "$holder")"
+    "$waiters" "$source_sql" "$(lock_sql PFS_MDL_SQL)" "$(lock_sql SESSIONS_SQL "$holder")"
 pileup_cmd release >/dev/null
 sql -e "UPDATE performance_schema.setup_instruments SET ENABLED = 'NO' WHERE NAME = 'wait/lock/metadata/sql/mdl'"
 # The agent: statements per sample with nothing waiting (the lock read skipped), then with the

@@ -450,7 +450,9 @@ fn opposite_lock_orders_in_a_loop_fail_pd218_with_both_statements_on_10_11() {
 #[test]
 fn without_process_the_lock_rules_name_the_grant() {
     let server = Server::get("lock118");
+    let _one = server_lock("lock118");
     let rt = rt();
+    schema(&rt, &server);
     rt.block_on(async {
         let mut c = conn(&server).await;
         exec(
@@ -463,21 +465,43 @@ fn without_process_the_lock_rules_name_the_grant() {
         .await;
         let _ = c.disconnect().await;
     });
-    let d = doctor_json(
-        &server.url("nolock", "nolock-pw"),
-        &["--sample-window", "0", "--no-probe", "--statements", "0"],
-    )
-    .json();
-    // PD217 still judges the window from the status counters, which need no grant, and knows
-    // from them that nobody waits now; it says what it lacks.
-    assert!(
-        check(&d, "PD217")["evidence"]
-            .to_string()
-            .contains("GRANT PROCESS ON *.*"),
+    let args = ["--sample-window", "0", "--no-probe", "--statements", "0"];
+    // Nothing can wait (the status read, which needs no grant, says so): nothing to read.
+    let quiet = doctor_json(&server.url("nolock", "nolock-pw"), &args).json();
+    assert_eq!(
+        status(&quiet, "PD219"),
+        "pass",
         "{:#}",
-        check(&d, "PD217")
+        check(&quiet, "PD219")
     );
-    for code in ["PD219", "PD220"] {
+    // A session waits: who holds it needs PROCESS.
+    let mut blocker = rt.block_on(async {
+        let mut c = conn(&server).await;
+        exec(
+            &mut c,
+            &["BEGIN", "SELECT * FROM lk.r WHERE id = 2 FOR UPDATE"],
+        )
+        .await;
+        c
+    });
+    let waiter = spawn_blocked(
+        &rt,
+        &server,
+        &["SET SESSION innodb_lock_wait_timeout = 300"],
+        "UPDATE lk.r SET v = v + 1 WHERE id = 2".into(),
+    );
+    let mut d = Value::Null;
+    let waited = crate::agent::eventually(Duration::from_secs(15), || {
+        d = doctor_json(&server.url("nolock", "nolock-pw"), &args).json();
+        status(&d, "PD219") == "insufficient_data"
+    });
+    rt.block_on(async { blocker.query_drop("ROLLBACK").await.unwrap() });
+    rt.block_on(waiter).unwrap().unwrap();
+    rt.block_on(async {
+        let _ = blocker.disconnect().await;
+    });
+    assert!(waited, "{:#}", check(&d, "PD219"));
+    for code in ["PD217", "PD219", "PD220"] {
         assert_eq!(
             status(&d, code),
             "insufficient_data",
@@ -498,8 +522,8 @@ fn without_process_the_lock_rules_name_the_grant() {
 }
 
 /// The budget: with nothing waiting the lock collection adds no statement to the agent's
-/// steady sample (the status read alone); with a row-lock queue it reads the waiting sessions,
-/// the chain and the blocker's session — three statements — and stops again after the fix.
+/// steady sample (the status read alone); with a row-lock queue it reads the chain and the
+/// sessions of both sides — two statements — and stops again after the fix.
 #[test]
 fn the_lock_read_costs_nothing_while_nothing_waits() {
     let server = Server::get("lock1011");
@@ -535,8 +559,8 @@ fn the_lock_read_costs_nothing_while_nothing_waits() {
         "UPDATE lk.r SET v = v + 1 WHERE id = 2".into(),
     );
     assert!(
-        crate::agent::eventually(Duration::from_secs(15), || statements() == Some(4.0)),
-        "with a queue the sample is not the status read and three lock reads: {:?}",
+        crate::agent::eventually(Duration::from_secs(15), || statements() == Some(3.0)),
+        "with a queue the sample is not the status read and two lock reads: {:?}",
         statements()
     );
     rt.block_on(async { blocker.query_drop("ROLLBACK").await.unwrap() });

@@ -1,7 +1,8 @@
 //! Who waits for whom: the sessions waiting for a lock, the sessions they wait for, and the
 //! last deadlock (PD217–PD220, the report's "Blocking" section).
 //!
-//! The collector reads these only when the status read says something can be waiting
+//! The collector (doctor's and the agent's) reads these only when the status read says
+//! something can be waiting
 //! (`Innodb_row_lock_current_waits` above 0, or at least [`SCAN_THREADS_RUNNING`] statements
 //! running); otherwise [`LockScan::Quiet`] records why nothing was read, so a rule can still
 //! say "nothing waits" with the numbers behind it. Statement text is stored with its literals
@@ -12,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Gathered, MariadbFacts, Verdict, display_text, format_secs};
 
-/// The agent reads the sessions when at least this many statements run
-/// (`Threads_running`, its own status read included): two besides its own, so one can wait
-/// for the other. A lone session waiting for a metadata lock with nothing else running is
-/// below this (and below PD219's smallest pile-up): doctor, which always reads, sees it.
+/// The sessions are read when at least this many statements run (`Threads_running`, the
+/// status read itself included): two besides powerdiag's own, so one can wait for the other.
+/// A lone session waiting for a metadata lock with nothing else running is below this, and
+/// below PD219's smallest pile-up.
 pub const SCAN_THREADS_RUNNING: u64 = 3;
 
 /// Statement text kept per session or deadlock transaction, characters.

@@ -8,19 +8,19 @@
 //! [`CHECKED`], when a series is announced.
 
 /// The day this table was last compared with the maintenance policy.
-pub const CHECKED: &str = "2026-11-27";
+pub(crate) const CHECKED: &str = "2026-11-27";
 
 /// One release series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Series {
-    pub major: u32,
-    pub minor: u32,
+pub(crate) struct Series {
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
     /// First GA release, `YYYY-MM-DD`.
-    pub ga: &'static str,
+    pub(crate) ga: &'static str,
     /// End of life: the last day of maintenance, `YYYY-MM-DD`.
-    pub eol: &'static str,
+    pub(crate) eol: &'static str,
     /// A long-term maintenance series.
-    pub lts: bool,
+    pub(crate) lts: bool,
 }
 
 const fn s(major: u32, minor: u32, ga: &'static str, eol: &'static str, lts: bool) -> Series {
@@ -34,7 +34,7 @@ const fn s(major: u32, minor: u32, ga: &'static str, eol: &'static str, lts: boo
 }
 
 /// Every series from 5.1 on, oldest first.
-pub const SERIES: &[Series] = &[
+pub(crate) const SERIES: &[Series] = &[
     s(5, 1, "2010-02-01", "2015-02-01", false),
     s(5, 2, "2010-11-10", "2015-11-10", false),
     s(5, 3, "2012-02-29", "2017-03-01", false),
@@ -67,12 +67,12 @@ pub const SERIES: &[Series] = &[
 ];
 
 /// The series of `major.minor`, if the table knows it.
-pub fn series(major: u32, minor: u32) -> Option<&'static Series> {
+pub(crate) fn series(major: u32, minor: u32) -> Option<&'static Series> {
     SERIES.iter().find(|s| s.major == major && s.minor == minor)
 }
 
 /// The newest series the table knows.
-pub fn newest() -> &'static Series {
+pub(crate) fn newest() -> &'static Series {
     SERIES.last().expect("the table is not empty")
 }
 

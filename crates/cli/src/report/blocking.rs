@@ -21,7 +21,7 @@ const WAITERS: usize = 10;
 pub(crate) struct Blocking {
     /// Why the waits could not be read (the `PROCESS` grant, ...).
     pub(crate) unavailable: Option<String>,
-    /// Not read, and why: nothing could wait (the agent's cheap path).
+    /// Not read, and why: nothing could wait (the status read said so).
     pub(crate) not_read: Option<String>,
     /// Sessions waiting now, by kind (`row`, `metadata`, `other_metadata`, `table`).
     pub(crate) waiting: Vec<(&'static str, usize)>,

@@ -16,7 +16,7 @@ declare_rule! {
     /// is enabled, else `information_schema.METADATA_LOCK_INFO` (the `metadata_lock_info`
     /// plugin), else from `PROCESSLIST` alone — then the holder is the oldest session that
     /// could hold it, marked *probable*, and the finding says how to get the better source.
-    /// The agent reads the sessions only when at least 3 statements run (its own included),
+    /// powerdiag reads the sessions only when at least 3 statements run (its own included),
     /// which any pile-up of 2 makes true. No peer alerts on this.
     ///
     /// ### Why is this bad?

@@ -1,25 +1,25 @@
 //! Who waits for whom (PD217–PD220): the sessions waiting for a lock, the sessions holding
 //! it, and the last deadlock.
 //!
-//! Cheap when nothing waits. The agent reads nothing unless its status read shows a row-lock
-//! wait (`Innodb_row_lock_current_waits`) or at least [`SCAN_THREADS_RUNNING`] statements
-//! running ([`LockScan::Quiet`] otherwise: zero statements). Doctor always reads. A read is:
+//! Cheap when nothing waits: nothing is read unless the status read shows a row-lock wait
+//! (`Innodb_row_lock_current_waits`) or at least [`SCAN_THREADS_RUNNING`] statements running
+//! ([`LockScan::Quiet`] otherwise: zero statements), for the agent and doctor alike. A read is:
 //!
-//! 1. the waiting sessions: `PROCESSLIST` joined with `INNODB_TRX`, the sessions in a
-//!    lock-wait state or whose transaction is in `LOCK WAIT` ([`WAITERS_SQL`]), counted by
-//!    kind from that one read;
+//! 1. the waiting sessions — a lock-wait state, or a transaction in `LOCK WAIT` — with their
+//!    InnoDB transactions ([`WAITERS_SQL`]), counted by kind from that one read;
 //! 2. only with a row-lock waiter, the row chain: `INNODB_LOCK_WAITS` with both transactions
 //!    and the blocking lock from `INNODB_LOCKS` ([`CHAIN_SQL`]);
 //! 3. only with a metadata-lock waiter, the holders: `performance_schema.metadata_locks` when
 //!    its instrument is on, else `information_schema.METADATA_LOCK_INFO` when the plugin is
-//!    installed, else the sessions that may hold it from `PROCESSLIST` alone (marked
-//!    probable) — [`SOURCE_SQL`] says which;
-//! 4. the sessions of the blockers not yet read ([`sessions_sql`]).
+//!    installed ([`SOURCE_SQL`] says which), and for a DDL whose holder neither names, the
+//!    session that probably holds it ([`CANDIDATES_SQL`], marked probable);
+//! 4. the sessions of the blockers not read yet ([`SESSIONS_SQL`]).
 //!
-//! The last deadlock (`SHOW ENGINE INNODB STATUS`) is read only when `Innodb_deadlocks`
-//! moved since the agent's last read (doctor: when it is above 0).
-//!
-//! Every statement text is masked ([`mask_statement`]) before it is stored.
+//! The sessions come from `performance_schema.threads` when performance_schema is on, else
+//! from `information_schema.PROCESSLIST` ([`SessionSource`]: the first costs the server a
+//! twelfth of the second with 1,000 connections). The last deadlock (`SHOW ENGINE INNODB
+//! STATUS`) is read only when `Innodb_deadlocks` moved since the agent's last read (doctor: when
+//! it is above 0). Every statement text is masked ([`mask_statement`]) before it is stored.
 
 use std::sync::{Arc, Mutex};
 
@@ -37,25 +37,134 @@ use crate::collect::collector::{Descriptor, Requires};
 /// Rows a read returns at most (sessions, waits, metadata locks).
 const LIMIT: usize = 500;
 
-/// The columns of a session row (shared by [`WAITERS_SQL`] and [`sessions_sql`]).
-const SESSION_COLUMNS: &str = "p.ID, p.USER, p.HOST, p.DB, p.COMMAND, p.TIME_MS, p.STATE, \
-     LEFT(p.INFO, 2048), TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, \
-     t.trx_rows_locked, t.trx_rows_modified, \
-     TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000";
+/// Where the sessions are read from. `performance_schema.threads` when performance_schema is
+/// on: a filtered read of it cost the server 0.5 ms with 1,000 connections, where
+/// `information_schema.PROCESSLIST` cost 6 ms whatever the `WHERE` (it builds a row per
+/// connection first; docs/performance.md, "The lock read"). `PROCESSLIST` otherwise, or when
+/// performance_schema cannot be read (a missing grant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionSource {
+    Threads,
+    Processlist,
+}
 
-/// The sessions waiting for a lock: a lock-wait state, or a transaction in `LOCK WAIT`.
-pub(crate) const WAITERS_SQL: &str = "SELECT p.ID, p.USER, p.HOST, p.DB, p.COMMAND, p.TIME_MS, \
-     p.STATE, LEFT(p.INFO, 2048), TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, \
-     t.trx_rows_locked, t.trx_rows_modified, \
-     TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000 \
+/// The sessions waiting in a lock-wait state, and those of `{ids}` (the row chain's waiters
+/// and blockers, or `0`). No transaction columns: `INNODB_TRX` costs the server ~4 ms per
+/// read with 1,000 connections (InnoDB walks every connection's transaction object), so the
+/// transactions come from [`CHAIN_SQL`], read only when a row lock is waited for.
+pub(crate) const WAITERS_SQL: &str = "SELECT p.PROCESSLIST_ID, p.PROCESSLIST_USER, \
+     p.PROCESSLIST_HOST, p.PROCESSLIST_DB, p.PROCESSLIST_COMMAND, p.PROCESSLIST_TIME * 1000, \
+     p.PROCESSLIST_STATE, LEFT(p.PROCESSLIST_INFO, 2048), NULL, NULL, NULL, NULL, NULL \
+     FROM performance_schema.threads p \
+     WHERE p.PROCESSLIST_ID IS NOT NULL AND p.PROCESSLIST_ID <> CONNECTION_ID() \
+     AND (p.PROCESSLIST_STATE LIKE 'Waiting for%' OR p.PROCESSLIST_ID IN ({ids})) \
+     ORDER BY p.PROCESSLIST_TIME DESC LIMIT 500";
+
+/// [`WAITERS_SQL`] from `information_schema.PROCESSLIST`, with the transactions: joining
+/// `INNODB_TRX` also makes a monitoring user without `PROCESS` fail here rather than see only
+/// its own sessions.
+pub(crate) const WAITERS_SQL_PROCESSLIST: &str = "SELECT p.ID, p.USER, p.HOST, p.DB, \
+     p.COMMAND, p.TIME_MS, p.STATE, LEFT(p.INFO, 2048), \
+     TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, t.trx_rows_locked, \
+     t.trx_rows_modified, TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000 \
      FROM information_schema.PROCESSLIST p \
      LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
-     WHERE p.ID <> CONNECTION_ID() AND (p.STATE LIKE 'Waiting for%' OR t.trx_state = 'LOCK WAIT') \
+     WHERE p.ID <> CONNECTION_ID() \
+     AND (p.STATE LIKE 'Waiting for%' OR t.trx_state = 'LOCK WAIT' OR p.ID IN ({ids})) \
      ORDER BY p.TIME_MS DESC LIMIT 500";
 
-/// Who waits for whom among row locks: waiter thread, blocker thread, the blocking lock.
+/// The sessions of the ids that replace `{ids}`.
+pub(crate) const SESSIONS_SQL: &str = "SELECT p.PROCESSLIST_ID, p.PROCESSLIST_USER, \
+     p.PROCESSLIST_HOST, p.PROCESSLIST_DB, p.PROCESSLIST_COMMAND, p.PROCESSLIST_TIME * 1000, \
+     p.PROCESSLIST_STATE, LEFT(p.PROCESSLIST_INFO, 2048), \
+     TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, t.trx_rows_locked, \
+     t.trx_rows_modified, TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000 \
+     FROM performance_schema.threads p \
+     LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.PROCESSLIST_ID \
+     WHERE p.PROCESSLIST_ID IN ({ids}) LIMIT 500";
+
+/// [`SESSIONS_SQL`] from `information_schema.PROCESSLIST`.
+pub(crate) const SESSIONS_SQL_PROCESSLIST: &str = "SELECT p.ID, p.USER, p.HOST, p.DB, \
+     p.COMMAND, p.TIME_MS, p.STATE, LEFT(p.INFO, 2048), \
+     TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, t.trx_rows_locked, \
+     t.trx_rows_modified, TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000 \
+     FROM information_schema.PROCESSLIST p \
+     LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
+     WHERE p.ID IN ({ids}) LIMIT 500";
+
+/// The sessions that may hold a metadata lock a session has waited for `{seconds}`: not
+/// waiting themselves, with a transaction or a statement older than the wait.
+pub(crate) const CANDIDATES_SQL: &str = "SELECT p.PROCESSLIST_ID, p.PROCESSLIST_USER, \
+     p.PROCESSLIST_HOST, p.PROCESSLIST_DB, p.PROCESSLIST_COMMAND, p.PROCESSLIST_TIME * 1000, \
+     p.PROCESSLIST_STATE, LEFT(p.PROCESSLIST_INFO, 2048), \
+     TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, t.trx_rows_locked, \
+     t.trx_rows_modified, TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000 \
+     FROM performance_schema.threads p \
+     LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.PROCESSLIST_ID \
+     WHERE p.PROCESSLIST_ID IS NOT NULL AND p.PROCESSLIST_ID <> CONNECTION_ID() \
+     AND COALESCE(p.PROCESSLIST_STATE, '') NOT LIKE 'Waiting for%' \
+     AND (t.trx_started <= NOW() - INTERVAL {seconds} SECOND \
+     OR (p.PROCESSLIST_COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump', 'Slave_IO', 'Slave_SQL', 'Slave_worker') \
+     AND p.PROCESSLIST_TIME >= {seconds})) \
+     ORDER BY t.trx_started IS NULL, t.trx_started, p.PROCESSLIST_TIME DESC LIMIT 20";
+
+/// [`CANDIDATES_SQL`] from `information_schema.PROCESSLIST`.
+pub(crate) const CANDIDATES_SQL_PROCESSLIST: &str = "SELECT p.ID, p.USER, p.HOST, p.DB, \
+     p.COMMAND, p.TIME_MS, p.STATE, LEFT(p.INFO, 2048), \
+     TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, t.trx_rows_locked, \
+     t.trx_rows_modified, TIMESTAMPDIFF(MICROSECOND, t.trx_wait_started, NOW(6)) / 1000000 \
+     FROM information_schema.PROCESSLIST p \
+     LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
+     WHERE p.ID <> CONNECTION_ID() AND COALESCE(p.STATE, '') NOT LIKE 'Waiting for%' \
+     AND (t.trx_started <= NOW() - INTERVAL {seconds} SECOND \
+     OR (p.COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump', 'Slave_IO', 'Slave_SQL', 'Slave_worker') \
+     AND p.TIME >= {seconds})) \
+     ORDER BY t.trx_started IS NULL, t.trx_started, p.TIME DESC LIMIT 20";
+
+impl SessionSource {
+    /// The sessions in a lock-wait state and those of `ids`.
+    pub(crate) fn waiters(self, ids: &[u64]) -> String {
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        let list = if list.is_empty() {
+            "0".to_owned()
+        } else {
+            list.join(", ")
+        };
+        match self {
+            SessionSource::Threads => WAITERS_SQL,
+            SessionSource::Processlist => WAITERS_SQL_PROCESSLIST,
+        }
+        .replace("{ids}", &list)
+    }
+
+    /// The sessions of `ids`, with their transactions.
+    pub(crate) fn sessions(self, ids: &[u64]) -> String {
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        match self {
+            SessionSource::Threads => SESSIONS_SQL,
+            SessionSource::Processlist => SESSIONS_SQL_PROCESSLIST,
+        }
+        .replace("{ids}", &list.join(", "))
+    }
+
+    /// The possible holders of a lock waited for `seconds`.
+    pub(crate) fn candidates(self, seconds: u64) -> String {
+        match self {
+            SessionSource::Threads => CANDIDATES_SQL,
+            SessionSource::Processlist => CANDIDATES_SQL_PROCESSLIST,
+        }
+        .replace("{seconds}", &seconds.to_string())
+    }
+}
+
+/// Who waits for whom among row locks: waiter and blocker thread, the blocking lock, the
+/// waiter's wait and both transactions (age, rows locked and modified; the blocker's state).
 pub(crate) const CHAIN_SQL: &str = "SELECT r.trx_mysql_thread_id, b.trx_mysql_thread_id, \
-     l.lock_mode, l.lock_type, l.lock_table, l.lock_index \
+     l.lock_mode, l.lock_type, l.lock_table, l.lock_index, \
+     TIMESTAMPDIFF(MICROSECOND, r.trx_wait_started, NOW(6)) / 1000000, \
+     TIMESTAMPDIFF(SECOND, r.trx_started, NOW()), r.trx_rows_locked, r.trx_rows_modified, \
+     TIMESTAMPDIFF(SECOND, b.trx_started, NOW()), b.trx_state, b.trx_rows_locked, \
+     b.trx_rows_modified \
      FROM information_schema.INNODB_LOCK_WAITS w \
      JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id \
      JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id \
@@ -80,31 +189,6 @@ pub(crate) const PFS_MDL_SQL: &str = "SELECT t.PROCESSLIST_ID, m.OBJECT_SCHEMA, 
 pub(crate) const MLI_SQL: &str = "SELECT THREAD_ID, TABLE_SCHEMA, TABLE_NAME, LOCK_MODE, 'GRANTED' \
      FROM information_schema.METADATA_LOCK_INFO \
      WHERE LOCK_TYPE = 'Table metadata lock' AND THREAD_ID <> CONNECTION_ID() LIMIT 500";
-
-/// The sessions that may hold a metadata lock a session has waited for `seconds`: not
-/// waiting themselves, with a transaction or a statement older than the wait.
-pub(crate) fn candidates_sql(seconds: u64) -> String {
-    format!(
-        "SELECT {SESSION_COLUMNS} FROM information_schema.PROCESSLIST p \
-         LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
-         WHERE p.ID <> CONNECTION_ID() AND COALESCE(p.STATE, '') NOT LIKE 'Waiting for%' \
-         AND (t.trx_started <= NOW() - INTERVAL {seconds} SECOND \
-         OR (p.COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump', 'Slave_IO', 'Slave_SQL', 'Slave_worker') \
-         AND p.TIME >= {seconds})) \
-         ORDER BY t.trx_started IS NULL, t.trx_started, p.TIME DESC LIMIT 20"
-    )
-}
-
-/// The sessions of `ids`.
-pub(crate) fn sessions_sql(ids: &[u64]) -> String {
-    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
-    format!(
-        "SELECT {SESSION_COLUMNS} FROM information_schema.PROCESSLIST p \
-         LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
-         WHERE p.ID IN ({}) LIMIT 500",
-        list.join(", ")
-    )
-}
 
 /// A session row, with its row-lock wait in seconds when its transaction waits.
 pub(crate) fn parse_session(row: &TextRow) -> Option<(LockSession, Option<f64>)> {
@@ -145,32 +229,62 @@ fn object(schema: &str, table: &str) -> String {
     format!("`{schema}`.`{table}`")
 }
 
-/// The row chain's rows: waiter, blocker, and the blocking lock.
-pub(crate) fn parse_chain(rows: &[TextRow], waited: &[(u64, f64)]) -> Vec<LockWait> {
-    rows.iter()
-        .filter_map(|r| {
-            let waiter = tcol_u64(r, 0)?;
-            let blocker = tcol_u64(r, 1).filter(|b| *b > 0);
-            let table = tcol(r, 4);
-            let object = table.map(|t| match tcol(r, 5) {
-                Some(i) => format!("{t} index {i}"),
-                None => t,
-            });
-            Some(LockWait {
-                waiter,
-                blocker,
-                kind: LockKind::Row,
-                seconds: waited
-                    .iter()
-                    .find(|(id, _)| *id == waiter)
-                    .map(|(_, s)| *s)
-                    .unwrap_or(0.0),
-                object,
-                mode: tcol(r, 2),
-                probable: false,
-            })
-        })
-        .collect()
+/// The row chain: who waits for whom, and the transactions of both sides by thread.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Chain {
+    pub waits: Vec<LockWait>,
+    pub transactions: Vec<(u64, SessionTransaction)>,
+}
+
+/// [`CHAIN_SQL`]'s rows.
+pub(crate) fn parse_chain(rows: &[TextRow]) -> Chain {
+    let f = |r: &TextRow, i| tcol(r, i).and_then(|s| s.trim().parse::<f64>().ok());
+    let mut chain = Chain::default();
+    for r in rows {
+        let Some(waiter) = tcol_u64(r, 0) else {
+            continue;
+        };
+        let blocker = tcol_u64(r, 1).filter(|b| *b > 0);
+        let object = tcol(r, 4).map(|t| match tcol(r, 5) {
+            Some(i) => format!("{t} index {i}"),
+            None => t,
+        });
+        chain.waits.push(LockWait {
+            waiter,
+            blocker,
+            kind: LockKind::Row,
+            seconds: f(r, 6).unwrap_or(0.0).max(0.0),
+            object,
+            mode: tcol(r, 2),
+            probable: false,
+        });
+        let mut add = |id: u64, t: SessionTransaction| {
+            if !chain.transactions.iter().any(|(x, _)| *x == id) {
+                chain.transactions.push((id, t));
+            }
+        };
+        add(
+            waiter,
+            SessionTransaction {
+                age_seconds: f(r, 7).unwrap_or(0.0).max(0.0) as u64,
+                state: "LOCK WAIT".into(),
+                rows_locked: tcol_u64(r, 8).unwrap_or(0),
+                rows_modified: tcol_u64(r, 9).unwrap_or(0),
+            },
+        );
+        if let Some(b) = blocker {
+            add(
+                b,
+                SessionTransaction {
+                    age_seconds: f(r, 10).unwrap_or(0.0).max(0.0) as u64,
+                    state: tcol(r, 11).unwrap_or_default(),
+                    rows_locked: tcol_u64(r, 12).unwrap_or(0),
+                    rows_modified: tcol_u64(r, 13).unwrap_or(0),
+                },
+            );
+        }
+    }
+    chain
 }
 
 /// One table metadata lock: session, object, type, granted.
@@ -368,10 +482,49 @@ fn denied(e: &powerdiag_rules::DbError, what: &str, account: &str) -> String {
     w
 }
 
-/// Reads the lock waits (see the module documentation).
-pub(crate) async fn read_locks(s: &mut Session) -> Result<Locks, String> {
+/// Reads the lock waits (see the module documentation): the row chain first when
+/// `row_waits` (the status read's `Innodb_row_lock_current_waits`, or unknown), then the
+/// waiting sessions from `performance_schema.threads` when `threads`, else `PROCESSLIST`.
+pub(crate) async fn read_locks(
+    s: &mut Session,
+    threads: bool,
+    row_waits: bool,
+) -> Result<Locks, String> {
     let account = s.account().to_owned();
-    let rows = s.query(WAITERS_SQL).await.map_err(|e| {
+    let mut locks = Locks::default();
+    let chain = if row_waits {
+        let rows = s
+            .query(CHAIN_SQL)
+            .await
+            .map_err(|e| denied(&e, "the row-lock chain (INNODB_LOCK_WAITS)", &account))?;
+        let rows = text_rows(&rows);
+        locks.truncated |= rows.len() >= LIMIT;
+        parse_chain(&rows)
+    } else {
+        Chain::default()
+    };
+    let mut ids: Vec<u64> = chain
+        .waits
+        .iter()
+        .flat_map(|w| std::iter::once(w.waiter).chain(w.blocker))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.truncate(200);
+    let mut src = if threads {
+        SessionSource::Threads
+    } else {
+        SessionSource::Processlist
+    };
+    let first = match s.query(&src.waiters(&ids)).await {
+        // performance_schema unreadable (a missing grant): PROCESSLIST, which costs more.
+        Err(_) if src == SessionSource::Threads => {
+            src = SessionSource::Processlist;
+            s.query(&src.waiters(&ids)).await
+        }
+        other => other,
+    };
+    let rows = first.map_err(|e| {
         denied(
             &e,
             "the waiting sessions (PROCESSLIST, INNODB_TRX)",
@@ -379,42 +532,37 @@ pub(crate) async fn read_locks(s: &mut Session) -> Result<Locks, String> {
         )
     })?;
     let rows = text_rows(&rows);
-    let mut locks = Locks {
-        truncated: rows.len() >= LIMIT,
-        ..Default::default()
-    };
+    locks.truncated |= rows.len() >= LIMIT;
     let mut row_waiters: Vec<(u64, f64)> = Vec::new();
     let mut state_waiters: Vec<(LockSession, LockKind)> = Vec::new();
     for r in &rows {
-        let Some((session, row_wait)) = parse_session(r) else {
+        let Some((mut session, row_wait)) = parse_session(r) else {
             continue;
         };
+        if session.transaction.is_none() {
+            session.transaction = chain
+                .transactions
+                .iter()
+                .find(|(id, _)| *id == session.id)
+                .map(|(_, t)| t.clone());
+        }
         if let Some(w) = row_wait {
+            // PROCESSLIST's transaction in LOCK WAIT (no chain read: a server whose status
+            // showed no row-lock wait a moment before).
             row_waiters.push((session.id, w));
         } else if let Some(kind) = session.state.as_deref().and_then(LockKind::of_state) {
             state_waiters.push((session.clone(), kind));
-        } else {
-            continue;
         }
         locks.sessions.push(session);
     }
-    if !row_waiters.is_empty() {
-        let chain = s
-            .query(CHAIN_SQL)
-            .await
-            .map_err(|e| denied(&e, "the row-lock chain (INNODB_LOCK_WAITS)", &account))?;
-        let chain = text_rows(&chain);
-        locks.truncated |= chain.len() >= LIMIT;
-        locks.waits.extend(parse_chain(&chain, &row_waiters));
-        // A waiter whose edge ended between the two reads still waits: no blocker known.
-        for (id, secs) in &row_waiters {
-            if !locks.waits.iter().any(|w| w.waiter == *id) {
-                locks.waits.push(LockWait {
-                    waiter: *id,
-                    seconds: *secs,
-                    ..Default::default()
-                });
-            }
+    locks.waits.extend(chain.waits);
+    for (id, secs) in &row_waiters {
+        if !locks.waits.iter().any(|w| w.waiter == *id) {
+            locks.waits.push(LockWait {
+                waiter: *id,
+                seconds: *secs,
+                ..Default::default()
+            });
         }
     }
     if !state_waiters.is_empty() {
@@ -457,7 +605,7 @@ pub(crate) async fn read_locks(s: &mut Session) -> Result<Locks, String> {
             .iter()
             .any(|w| w.kind == LockKind::Metadata && w.blocker.is_none())
         {
-            infer_holders(s, &mut waits, &state_waiters, &mut locks.sessions).await;
+            infer_holders(s, src, &mut waits, &state_waiters, &mut locks.sessions).await;
         }
         locks.waits.extend(waits);
         locks.metadata_source = if metadata {
@@ -466,21 +614,26 @@ pub(crate) async fn read_locks(s: &mut Session) -> Result<Locks, String> {
             MetadataSource::NotNeeded
         };
     }
-    // The blockers' sessions not read yet.
+    // The blockers' sessions not read yet (metadata-lock holders), with their transactions.
     let mut missing: Vec<u64> = locks
         .waits
         .iter()
         .filter_map(|w| w.blocker)
-        .filter(|b| locks.session(*b).is_none())
+        .filter(|b| {
+            locks
+                .session(*b)
+                .is_none_or(|x| x.transaction.is_none() && x.command == "Sleep")
+        })
         .collect();
     missing.sort_unstable();
     missing.dedup();
     missing.truncate(100);
     if !missing.is_empty()
-        && let Ok(rows) = s.query(&sessions_sql(&missing)).await
+        && let Ok(rows) = s.query(&src.sessions(&missing)).await
     {
         for r in text_rows(&rows) {
             if let Some((session, _)) = parse_session(&r) {
+                locks.sessions.retain(|x| x.id != session.id);
                 locks.sessions.push(session);
             }
         }
@@ -493,6 +646,7 @@ pub(crate) async fn read_locks(s: &mut Session) -> Result<Locks, String> {
 /// is not waiting and has a transaction or statement older than that wait.
 async fn infer_holders(
     s: &mut Session,
+    src: SessionSource,
     waits: &mut [LockWait],
     waiters: &[(LockSession, LockKind)],
     sessions: &mut Vec<LockSession>,
@@ -505,7 +659,7 @@ async fn infer_holders(
     else {
         return;
     };
-    let Ok(rows) = s.query(&candidates_sql(ddl.seconds.floor() as u64)).await else {
+    let Ok(rows) = s.query(&src.candidates(ddl.seconds.floor() as u64)).await else {
         return;
     };
     let Some((holder, _)) = text_rows(&rows).iter().find_map(parse_session) else {
@@ -566,15 +720,19 @@ impl Part for LocksPart<'_> {
             let running = status(ctx.facts, StatusVar::ThreadsRunning);
             let row_waits = status(ctx.facts, StatusVar::InnodbRowLockCurrentWaits);
             let deadlocks = status(ctx.facts, StatusVar::InnodbDeadlocks);
+            let threads = ctx
+                .facts
+                .var(powerdiag_rules::Var::PerformanceSchema)
+                .ok()
+                .and_then(powerdiag_rules::parse_bool)
+                == Some(true);
             let mut failed = Vec::new();
-            // The agent reads only when the status read says something can wait.
-            let quiet = match (self.cache, running, row_waits) {
-                (Some(_), Some(r), Some(w)) if r < SCAN_THREADS_RUNNING && w == 0 => {
-                    Some(LockScan::Quiet {
-                        threads_running: r,
-                        row_lock_current_waits: w,
-                    })
-                }
+            // Read only when the status read says something can wait (unknown: read).
+            let quiet = match (running, row_waits) {
+                (Some(r), Some(w)) if r < SCAN_THREADS_RUNNING && w == 0 => Some(LockScan::Quiet {
+                    threads_running: r,
+                    row_lock_current_waits: w,
+                }),
                 _ => None,
             };
             ctx.facts.locks = match quiet {
@@ -582,7 +740,7 @@ impl Part for LocksPart<'_> {
                     scan,
                     ..Default::default()
                 }),
-                None => match read_locks(ctx.s).await {
+                None => match read_locks(ctx.s, threads, row_waits != Some(0)).await {
                     Ok(l) => Gathered::Available(l),
                     Err(why) => {
                         if !why.contains("GRANT PROCESS") {
@@ -782,21 +940,50 @@ mod tests {
     }
 
     #[test]
-    fn the_chain_names_the_blocking_lock() {
-        let w = parse_chain(
-            &[row(&[
-                Some("11"),
-                Some("9"),
-                Some("X"),
-                Some("RECORD"),
-                Some("`lk`.`t`"),
-                Some("PRIMARY"),
-            ])],
-            &[(11, 4.5)],
-        );
+    fn the_chain_names_the_blocking_lock_and_both_transactions() {
+        let c = parse_chain(&[row(&[
+            Some("11"),
+            Some("9"),
+            Some("X"),
+            Some("RECORD"),
+            Some("`lk`.`t`"),
+            Some("PRIMARY"),
+            Some("4.5"),
+            Some("5"),
+            Some("1"),
+            Some("0"),
+            Some("40"),
+            Some("RUNNING"),
+            Some("3"),
+            Some("2"),
+        ])]);
+        let w = &c.waits;
         assert_eq!(w[0].blocker, Some(9));
         assert_eq!(w[0].seconds, 4.5);
         assert_eq!(w[0].object.as_deref(), Some("`lk`.`t` index PRIMARY"));
+        let blocker = &c.transactions.iter().find(|(id, _)| *id == 9).unwrap().1;
+        assert_eq!((blocker.age_seconds, blocker.rows_locked), (40, 3));
+        assert_eq!(blocker.state, "RUNNING");
+        let waiter = &c.transactions.iter().find(|(id, _)| *id == 11).unwrap().1;
+        assert_eq!(waiter.state, "LOCK WAIT");
+        // The statements put the ids where they belong.
+        assert!(SessionSource::Threads.waiters(&[]).contains("IN (0)"));
+        assert!(
+            SessionSource::Threads
+                .waiters(&[9, 11])
+                .contains("IN (9, 11)")
+        );
+        assert!(!SessionSource::Threads.waiters(&[]).contains("INNODB_TRX"));
+        assert!(
+            SessionSource::Processlist
+                .waiters(&[])
+                .contains("INNODB_TRX")
+        );
+        assert!(
+            SessionSource::Processlist
+                .candidates(7)
+                .contains("INTERVAL 7 SECOND")
+        );
     }
 
     #[test]
