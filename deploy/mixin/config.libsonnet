@@ -15,7 +15,7 @@
     // to schedule the change, so it waits and opens a ticket instead of paging at night.
     configurationCheckFor: '1h',
     // The critical rules whose findings are configuration facts.
-    configurationChecks: ['PD101', 'PD401'],
+    configurationChecks: ['PD101', 'PD401', 'PD805'],
     // A failing warning check: a ticket.
     warningCheckFor: '30m',
 
