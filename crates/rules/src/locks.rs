@@ -172,8 +172,8 @@ pub enum MetadataSource {
     /// `information_schema.METADATA_LOCK_INFO` (the `metadata_lock_info` plugin: granted
     /// locks).
     MetadataLockInfo,
-    /// PROCESSLIST states alone: the holders are inferred; `better` says how to get a real
-    /// source.
+    /// The sessions' states alone (`performance_schema.threads` or `PROCESSLIST`): the
+    /// holders are inferred; `better` says how to get a real source.
     Processlist { better: String },
 }
 
@@ -184,7 +184,7 @@ impl MetadataSource {
             MetadataSource::PerformanceSchema => "performance_schema.metadata_locks".into(),
             MetadataSource::MetadataLockInfo => "information_schema.METADATA_LOCK_INFO".into(),
             MetadataSource::Processlist { better } => {
-                format!("PROCESSLIST states only, holders inferred ({better})")
+                format!("the sessions' states only, holders inferred ({better})")
             }
         }
     }

@@ -21,9 +21,13 @@ pub(crate) fn locks(s: &crate::Snapshot) -> Result<&Locks, Verdict> {
 
 /// "3 sessions wait for connection 9 (app@host, idle in transaction for 40 s, …)".
 pub(crate) fn root_line(l: &Locks, r: &Root) -> String {
-    let probable = if r.probable { "probably " } else { "" };
+    let probable = if r.probable {
+        ", probably the holder,"
+    } else {
+        ","
+    };
     format!(
-        "{} {} {probable}for {}, the longest for {}",
+        "{} {} for {}{probable} the longest for {}",
         r.queued.len(),
         if r.queued.len() == 1 {
             "session waits"
