@@ -196,6 +196,21 @@ fn a_recorded_window_replays_swapping_and_a_saturated_datadir() {
         (data.total_bytes, data.available_bytes),
         (131_006_464 * 4096, 55_050_240 * 4096)
     );
+    // And its inodes (f_files, f_favail): PD807 judges them.
+    assert_eq!(
+        (data.inodes_total, data.inodes_available),
+        (Some(262_144_000), Some(262_112_640))
+    );
+    let report = evaluate(&snap);
+    let pd807 = report.checks.iter().find(|c| c.code == "PD807").unwrap();
+    assert_eq!(pd807.status, powerdiag_rules::Status::Pass, "{pd807:?}");
+    assert!(
+        pd807
+            .evidence
+            .iter()
+            .any(|e| e.contains("1838333 of 1900544 inodes free")),
+        "{pd807:?}"
+    );
     // Δio_ticks 29460 ms and Δtime_in_queue 391530 ms over 30 s.
     assert_eq!(data.busy_share, Some(29_460.0 / 30_000.0));
     assert_eq!(data.avg_in_flight, Some(391_530.0 / 30_000.0));

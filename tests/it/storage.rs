@@ -50,16 +50,19 @@ fn record_sh_records_a_window_and_free_space_that_replay() {
     assert!(seconds >= 1.0, "{seconds}");
     // path -> bytes available, as stat -f printed them.
     let table = std::fs::read_to_string(recorded.join("statvfs")).unwrap();
-    let available = |dir: &str| -> u64 {
-        let row: Vec<u64> = table
+    let row = |dir: &str| -> Vec<u64> {
+        table
             .lines()
             .find(|l| l.split('\t').next() == Some(dir))
             .unwrap_or_else(|| panic!("{dir} not in {table}"))
             .split('\t')
             .skip(1)
             .map(|n| n.parse().unwrap())
-            .collect();
-        row[0] * row[2]
+            .collect()
+    };
+    let available = |dir: &str| -> u64 {
+        let r = row(dir);
+        r[0] * r[2]
     };
 
     let dirs = vec![
@@ -86,6 +89,13 @@ fn record_sh_records_a_window_and_free_space_that_replay() {
     for f in fs {
         assert_eq!(f.space_unread, None, "{f:?}");
         assert_eq!(f.available_bytes, available(&f.path), "{f:?}");
+        // The inodes as stat -f printed them (f_files, f_ffree): PD807's facts.
+        let r = row(&f.path);
+        assert_eq!(
+            (f.inodes_total, f.inodes_available),
+            (Some(r[3]), Some(r[4])),
+            "{f:?}"
+        );
         assert!(f.total_bytes >= f.available_bytes, "{f:?}");
         // Over the recorded window, or a filesystem without a block device (tmpfs, overlay).
         match (&f.io_basis, &f.io_unread) {

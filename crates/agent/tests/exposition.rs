@@ -250,6 +250,8 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             device: Some("259:1 nvme0n1p1".into()),
             total_bytes: 500 << 30,
             available_bytes: 40 << 30,
+            inodes_total: Some(262_144_000),
+            inodes_available: Some(9_000_000),
             busy_share: Some(0.25),
             avg_in_flight: Some(1.5),
             io_basis: Some("window 1.00 s".into()),

@@ -357,6 +357,13 @@ pub struct Filesystem {
     pub total_bytes: u64,
     /// Free to unprivileged users (`statvfs` `f_bavail`), what mariadbd can use.
     pub available_bytes: u64,
+    /// Inodes (`statvfs` `f_files`; 0 on filesystems that allocate them as needed, btrfs):
+    /// `None` when not read (AIX, a tree recorded without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inodes_total: Option<u64>,
+    /// Inodes free to unprivileged users (`statvfs` `f_favail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inodes_available: Option<u64>,
     /// The device's busy share and average requests in flight over the window.
     pub busy_share: Option<f64>,
     pub avg_in_flight: Option<f64>,

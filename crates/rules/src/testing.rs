@@ -460,6 +460,8 @@ pub fn linux_os() -> OsFacts {
             device: Some("259:1 nvme0n1p1".into()),
             total_bytes: 500 << 30,
             available_bytes: 250 << 30,
+            inodes_total: Some(262_144_000),
+            inodes_available: Some(261_000_000),
             busy_share: Some(0.12),
             avg_in_flight: Some(0.3),
             io_basis: Some("window 1.00 s".into()),

@@ -112,6 +112,7 @@ const LOCKS: &str = "MariaDB reached, PROCESS (the mariadb_locks collector)";
 const BLOCKING: &str = "while a session blocks others (at most 5 series)";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
+const STORAGE_INODES: &str = "a server on this host, live on Linux: per directory role";
 const STORAGE_IO: &str = "a server on this host, live, with a window and a block device";
 
 catalogue! {
@@ -304,6 +305,10 @@ catalogue! {
         "Size of the filesystem holding the server's datadir, tmpdir or InnoDB log directory (role)";
     FILESYSTEM_AVAIL: Gauge "powerdiag_filesystem_avail_bytes" ["role", "mountpoint"] unit "bytes" when STORAGE
         "Space of that filesystem available to mariadbd (statvfs f_bavail; PD801)";
+    FILESYSTEM_FILES: Gauge "powerdiag_filesystem_files" ["role", "mountpoint"] when STORAGE_INODES
+        "Inodes of that filesystem (statvfs f_files; 0 where they are allocated as needed, as on btrfs; PD807)";
+    FILESYSTEM_FILES_FREE: Gauge "powerdiag_filesystem_files_free" ["role", "mountpoint"] when STORAGE_INODES
+        "Inodes of that filesystem free to mariadbd (statvfs f_favail; PD807)";
     DISK_BUSY_RATIO: Gauge "powerdiag_disk_busy_ratio" ["role", "device"] unit "ratio" when STORAGE_IO
         "Share of the window the device under the role's filesystem was busy (PD802)";
     DISK_IN_FLIGHT: Gauge "powerdiag_disk_requests_in_flight" ["role", "device"] when STORAGE_IO

@@ -574,12 +574,17 @@ fn os(b: &mut Builder, s: &Snapshot) {
         // One family per metric: every series of a metric in one `add`.
         let (mut size, mut avail, mut busy, mut queue) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut files, mut files_free) = (Vec::new(), Vec::new());
         for f in filesystems {
             let mount = f.mount_point.as_deref().unwrap_or(&f.path);
             for role in &f.roles {
                 if f.space_unread.is_none() {
                     size.push(([role.as_str(), mount], f.total_bytes as f64));
                     avail.push(([role.as_str(), mount], f.available_bytes as f64));
+                }
+                if let (Some(t), Some(a)) = (f.inodes_total, f.inodes_available) {
+                    files.push(([role.as_str(), mount], t as f64));
+                    files_free.push(([role.as_str(), mount], a as f64));
                 }
                 if let (Some(b), Some(q), Some(dev)) =
                     (f.busy_share, f.avg_in_flight, f.device.as_deref())
@@ -591,6 +596,8 @@ fn os(b: &mut Builder, s: &Snapshot) {
         }
         b.add(&c::FILESYSTEM_SIZE, size);
         b.add(&c::FILESYSTEM_AVAIL, avail);
+        b.add(&c::FILESYSTEM_FILES, files);
+        b.add(&c::FILESYSTEM_FILES_FREE, files_free);
         b.add(&c::DISK_BUSY_RATIO, busy);
         b.add(&c::DISK_IN_FLIGHT, queue);
     }
@@ -1016,6 +1023,8 @@ mod tests {
             unread.mount_point = Some("/srv/tmp".into());
             unread.total_bytes = 0;
             unread.available_bytes = 0;
+            unread.inodes_total = None;
+            unread.inodes_available = None;
             unread.space_unread = Some("/srv/tmp: permission denied".into());
             fs.push(unread);
         }
@@ -1025,8 +1034,9 @@ mod tests {
                 .filter(|l| l.starts_with("powerdiag_filesystem_") && l.contains(role))
                 .count()
         };
-        // datadir's size and free space; nothing for the unread tmpdir (0 would read as full).
-        assert_eq!(series("role=\"datadir\""), 2, "{text}");
+        // datadir's size, free space and inodes; nothing for the unread tmpdir (0 would read as
+        // full).
+        assert_eq!(series("role=\"datadir\""), 4, "{text}");
         assert_eq!(series("role=\"tmpdir\""), 0, "{text}");
     }
 

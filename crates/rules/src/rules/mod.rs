@@ -82,6 +82,7 @@ rules! {
     pd801_datadir_space_low::DatadirSpaceLow,
     pd802_storage_saturated::StorageSaturated,
     pd805_version_end_of_life::VersionEndOfLife,
+    pd807_inodes_low::InodesLow,
 }
 
 /// The rule table of docs/rules.md (between its `<!-- rules -->` markers), made from the

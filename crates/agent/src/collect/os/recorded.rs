@@ -10,8 +10,9 @@
 //!   `stat`, `lparcfg`, …) — every collector's first reading comes from there, the second from
 //!   the tree's `proc/`; a file missing there leaves its section since boot, as a live sample
 //!   without a first reading;
-//! - `statvfs`: one line per server directory, `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail` as
-//!   statvfs(3) returned them (`stat -f -c '%S %b %a' PATH`); `#` starts a comment.
+//! - `statvfs`: one line per server directory, `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail`,
+//!   then `<TAB>f_files<TAB>f_favail` (the inodes, since PD807), as statvfs(3) returned them
+//!   (`stat -f -c '%S %b %a %c %d' PATH`); `#` starts a comment.
 //!
 //! `tests/fixtures/linux/record.sh` writes it; without it a tree has no window and no free
 //! space, and the sections say so.
@@ -88,9 +89,19 @@ pub(crate) fn window(dir: &Path) -> Result<Option<(PathBuf, Duration)>, CollectE
     Ok(Some((start, length)))
 }
 
-/// `(f_frsize, f_blocks, f_bavail)` per directory as the server names it (a trailing `/`
-/// does not matter).
-pub(crate) type Statvfs = HashMap<String, (u64, u64, u64)>;
+/// One directory's `statvfs` as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Vfs {
+    pub frsize: u64,
+    pub blocks: u64,
+    pub bavail: u64,
+    /// `(f_files, f_favail)`: recorded by `record.sh` since inodes are judged (PD807); older
+    /// trees have four columns.
+    pub inodes: Option<(u64, u64)>,
+}
+
+/// [`Vfs`] per directory as the server names it (a trailing `/` does not matter).
+pub(crate) type Statvfs = HashMap<String, Vfs>;
 
 /// The `statvfs` table of `dir`.
 pub(crate) fn statvfs(dir: &Path) -> Result<Statvfs, CollectError> {
@@ -106,20 +117,35 @@ pub(crate) fn statvfs(dir: &Path) -> Result<Statvfs, CollectError> {
             CollectError::Parse {
             file: path.clone(),
             line: u32::try_from(i + 1).ok(),
-            what: "expected `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail` (stat -f -c '%S %b %a' PATH)"
+            what: "expected `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail[<TAB>f_files<TAB>f_favail]` (stat -f -c '%S %b %a %c %d' PATH)"
                 .into(),
         }
         };
         let f: Vec<&str> = line.split('\t').collect();
-        let [p, frsize, blocks, avail] = f[..] else {
-            return Err(bad());
-        };
         let n = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
-        let (frsize, blocks, avail) = (n(frsize)?, n(blocks)?, n(avail)?);
+        let (p, frsize, blocks, avail, inodes) = match f[..] {
+            [p, frsize, blocks, avail] => (p, n(frsize)?, n(blocks)?, n(avail)?, None),
+            [p, frsize, blocks, avail, files, favail] => {
+                let (files, favail) = (n(files)?, n(favail)?);
+                if favail > files {
+                    return Err(bad());
+                }
+                (p, n(frsize)?, n(blocks)?, n(avail)?, Some((files, favail)))
+            }
+            _ => return Err(bad()),
+        };
         if frsize == 0 || avail > blocks {
             return Err(bad());
         }
-        out.insert(normal(p), (frsize, blocks, avail));
+        out.insert(
+            normal(p),
+            Vfs {
+                frsize,
+                blocks,
+                bavail: avail,
+                inodes,
+            },
+        );
     }
     Ok(out)
 }
@@ -207,17 +233,27 @@ mod tests {
         put(
             d.path(),
             "statvfs",
-            "# path\tf_frsize\tf_blocks\tf_bavail\n/var/lib/mysql/\t4096\t1000\t10\n/\t4096\t50\t5\n",
+            "# path\tf_frsize\tf_blocks\tf_bavail\n/var/lib/mysql/\t4096\t1000\t10\t640\t600\n/\t4096\t50\t5\n",
         );
         let t = statvfs(d.path()).unwrap();
-        assert_eq!(t["/var/lib/mysql"], (4096, 1000, 10));
-        assert_eq!(t["/"], (4096, 50, 5));
+        let v = t["/var/lib/mysql"];
+        assert_eq!(
+            (v.frsize, v.blocks, v.bavail, v.inodes),
+            (4096, 1000, 10, Some((640, 600)))
+        );
+        let v = t["/"];
+        assert_eq!(
+            (v.frsize, v.blocks, v.bavail, v.inodes),
+            (4096, 50, 5, None)
+        );
         assert!(check(d.path()).is_ok());
         for bad in [
             "/x\t4096\t10\n",
             "/x\t0\t10\t1\n",
             "/x\t4096\t10\t11\n",
             "/x\tmany\t10\t1\n",
+            "/x\t4096\t10\t1\t5\n",
+            "/x\t4096\t10\t1\t5\t6\n",
         ] {
             put(d.path(), "statvfs", bad);
             let e = statvfs(d.path()).unwrap_err().to_string();

@@ -94,7 +94,12 @@ impl Collector for Storage {
                         } else {
                             v.f_bsize
                         };
-                        (frsize, v.f_blocks, v.f_bavail)
+                        recorded::Vfs {
+                            frsize,
+                            blocks: v.f_blocks,
+                            bavail: v.f_bavail,
+                            inodes: Some((v.f_files, v.f_favail)),
+                        }
                     })
                     .map_err(|e| {
                         CollectError::io(
@@ -123,9 +128,11 @@ impl Collector for Storage {
                     ..Default::default()
                 };
                 match &vfs {
-                    Ok((frsize, blocks, avail)) => {
-                        fs.total_bytes = blocks.saturating_mul(*frsize);
-                        fs.available_bytes = avail.saturating_mul(*frsize);
+                    Ok(v) => {
+                        fs.total_bytes = v.blocks.saturating_mul(v.frsize);
+                        fs.available_bytes = v.bavail.saturating_mul(v.frsize);
+                        fs.inodes_total = v.inodes.map(|i| i.0);
+                        fs.inodes_available = v.inodes.map(|i| i.1);
                     }
                     Err(e) => fs.space_unread = Some(e.to_string()),
                 }
