@@ -5,10 +5,10 @@
 //! (`Innodb_row_lock_current_waits`) or at least [`SCAN_THREADS_RUNNING`] statements running
 //! ([`LockScan::Quiet`] otherwise: zero statements), for the agent and doctor alike. A read is:
 //!
-//! 1. the waiting sessions — a lock-wait state, or a transaction in `LOCK WAIT` — with their
-//!    InnoDB transactions ([`WAITERS_SQL`]), counted by kind from that one read;
-//! 2. only with a row-lock waiter, the row chain: `INNODB_LOCK_WAITS` with both transactions
-//!    and the blocking lock from `INNODB_LOCKS` ([`CHAIN_SQL`]);
+//! 1. only when the status read shows a row-lock wait, the row chain: `INNODB_LOCK_WAITS` with
+//!    both sides' transactions and the blocking lock from `INNODB_LOCKS` ([`CHAIN_SQL`]);
+//! 2. the sessions in a lock-wait state and the chain's sessions ([`WAITERS_SQL`]), the
+//!    waiters counted by kind from that one read;
 //! 3. only with a metadata-lock waiter, the holders: `performance_schema.metadata_locks` when
 //!    its instrument is on, else `information_schema.METADATA_LOCK_INFO` when the plugin is
 //!    installed ([`SOURCE_SQL`] says which), and for a DDL whose holder neither names, the
