@@ -447,6 +447,42 @@ fn opposite_lock_orders_in_a_loop_fail_pd218_with_both_statements_on_10_11() {
     deadlock_storm("lock1011");
 }
 
+/// Row 2 of `lk.r` locked by a transaction left idle, and one `UPDATE` waiting for it.
+fn one_waiter(
+    rt: &tokio::runtime::Runtime,
+    server: &Server,
+) -> (Conn, tokio::task::JoinHandle<Result<(), String>>) {
+    let blocker = rt.block_on(async {
+        let mut c = conn(server).await;
+        exec(
+            &mut c,
+            &["BEGIN", "SELECT * FROM lk.r WHERE id = 2 FOR UPDATE"],
+        )
+        .await;
+        c
+    });
+    let waiter = spawn_blocked(
+        rt,
+        server,
+        &["SET SESSION innodb_lock_wait_timeout = 300"],
+        "UPDATE lk.r SET v = v + 1 WHERE id = 2".into(),
+    );
+    (blocker, waiter)
+}
+
+/// The fix: the blocker rolls back; the waiter runs; the blocker disconnects.
+fn release(
+    rt: &tokio::runtime::Runtime,
+    mut blocker: Conn,
+    waiter: tokio::task::JoinHandle<Result<(), String>>,
+) {
+    rt.block_on(async { blocker.query_drop("ROLLBACK").await.unwrap() });
+    rt.block_on(waiter).unwrap().unwrap();
+    rt.block_on(async {
+        let _ = blocker.disconnect().await;
+    });
+}
+
 #[test]
 fn without_process_the_lock_rules_name_the_grant() {
     let server = Server::get("lock118");
@@ -475,31 +511,13 @@ fn without_process_the_lock_rules_name_the_grant() {
         check(&quiet, "PD219")
     );
     // A session waits: who holds it needs PROCESS.
-    let mut blocker = rt.block_on(async {
-        let mut c = conn(&server).await;
-        exec(
-            &mut c,
-            &["BEGIN", "SELECT * FROM lk.r WHERE id = 2 FOR UPDATE"],
-        )
-        .await;
-        c
-    });
-    let waiter = spawn_blocked(
-        &rt,
-        &server,
-        &["SET SESSION innodb_lock_wait_timeout = 300"],
-        "UPDATE lk.r SET v = v + 1 WHERE id = 2".into(),
-    );
+    let (blocker, waiter) = one_waiter(&rt, &server);
     let mut d = Value::Null;
     let waited = crate::agent::eventually(Duration::from_secs(15), || {
         d = doctor_json(&server.url("nolock", "nolock-pw"), &args).json();
         status(&d, "PD219") == "insufficient_data"
     });
-    rt.block_on(async { blocker.query_drop("ROLLBACK").await.unwrap() });
-    rt.block_on(waiter).unwrap().unwrap();
-    rt.block_on(async {
-        let _ = blocker.disconnect().await;
-    });
+    release(&rt, blocker, waiter);
     assert!(waited, "{:#}", check(&d, "PD219"));
     for code in ["PD217", "PD219", "PD220"] {
         assert_eq!(
@@ -543,34 +561,16 @@ fn the_lock_read_costs_nothing_while_nothing_waits() {
         "nothing waits, yet the steady sample is not the status read alone: {:?}",
         statements()
     );
-    let mut blocker = rt.block_on(async {
-        let mut c = conn(&server).await;
-        exec(
-            &mut c,
-            &["BEGIN", "SELECT * FROM lk.r WHERE id = 2 FOR UPDATE"],
-        )
-        .await;
-        c
-    });
-    let waiter = spawn_blocked(
-        &rt,
-        &server,
-        &["SET SESSION innodb_lock_wait_timeout = 300"],
-        "UPDATE lk.r SET v = v + 1 WHERE id = 2".into(),
-    );
+    let (blocker, waiter) = one_waiter(&rt, &server);
     assert!(
         crate::agent::eventually(Duration::from_secs(15), || statements() == Some(3.0)),
         "with a queue the sample is not the status read and two lock reads: {:?}",
         statements()
     );
-    rt.block_on(async { blocker.query_drop("ROLLBACK").await.unwrap() });
-    rt.block_on(waiter).unwrap().unwrap();
+    release(&rt, blocker, waiter);
     assert!(
         crate::agent::eventually(Duration::from_secs(15), || statements() == Some(1.0)),
         "after the fix the sample is not the status read alone again: {:?}",
         statements()
     );
-    rt.block_on(async {
-        let _ = blocker.disconnect().await;
-    });
 }

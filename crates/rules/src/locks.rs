@@ -219,6 +219,45 @@ pub struct DeadlockTransaction {
     pub waits_for: Option<String>,
 }
 
+impl Deadlock {
+    /// Each transaction as lines: "(1) connection 21 app@10.0.0.21 — rolled back: UPDATE …",
+    /// then "    held …" and "    waited for …" (outside text made safe for one line).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, t) in self.transactions.iter().enumerate() {
+            let who = match (t.thread_id, &t.user, &t.host) {
+                (Some(id), Some(u), Some(h)) => format!(
+                    "connection {id} {}@{}",
+                    display_text(u, 48),
+                    display_text(h, 64)
+                ),
+                (Some(id), _, _) => format!("connection {id}"),
+                _ => "a session".into(),
+            };
+            let rolled = if self.rolled_back == Some(i + 1) {
+                " — rolled back"
+            } else {
+                ""
+            };
+            out.push(format!(
+                "({}) {who}{rolled}: {}",
+                i + 1,
+                t.statement
+                    .as_deref()
+                    .map(|s| display_text(s, 200))
+                    .unwrap_or_else(|| "statement not shown".into())
+            ));
+            for h in t.holds.iter().take(3) {
+                out.push(format!("    held {}", display_text(h, 200)));
+            }
+            if let Some(w) = &t.waits_for {
+                out.push(format!("    waited for {}", display_text(w, 200)));
+            }
+        }
+        out
+    }
+}
+
 pub(crate) fn locks_not_recorded() -> Gathered<Locks> {
     Gathered::Unavailable("not recorded: the snapshot predates lock reads".into())
 }

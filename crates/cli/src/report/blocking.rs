@@ -240,41 +240,6 @@ fn tree(o: &mut String, waiters: &[Waiter], prefix: &str) {
     }
 }
 
-fn deadlock_lines(d: &Deadlock) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, t) in d.transactions.iter().enumerate() {
-        let who = match (t.thread_id, &t.user, &t.host) {
-            (Some(id), Some(u), Some(h)) => format!(
-                "connection {id} {}@{}",
-                display_text(u, 32),
-                display_text(h, 48)
-            ),
-            (Some(id), _, _) => format!("connection {id}"),
-            _ => "a session".into(),
-        };
-        let rolled = if d.rolled_back == Some(i + 1) {
-            " — rolled back"
-        } else {
-            ""
-        };
-        out.push(format!(
-            "({}) {who}{rolled}: {}",
-            i + 1,
-            t.statement
-                .as_deref()
-                .map(|s| display_text(s, 160))
-                .unwrap_or_else(|| "statement not shown".into())
-        ));
-        for h in t.holds.iter().take(3) {
-            out.push(format!("    held {}", display_text(h, 200)));
-        }
-        if let Some(w) = &t.waits_for {
-            out.push(format!("    waited for {}", display_text(w, 200)));
-        }
-    }
-    out
-}
-
 fn deadlock_title(d: &Deadlock) -> String {
     format!(
         "Last deadlock{} ({} since start-up)",
@@ -316,7 +281,7 @@ pub(crate) fn text(b: &Blocking) -> String {
     }
     if let Some(d) = &b.last_deadlock {
         let _ = writeln!(o, "  {}:", esc(&deadlock_title(d)));
-        for l in deadlock_lines(d) {
+        for l in d.lines() {
             let _ = writeln!(o, "    {}", esc(&l));
         }
     }
@@ -357,7 +322,7 @@ pub(crate) fn markdown(b: &Blocking) -> String {
         );
     }
     if let Some(d) = &b.last_deadlock {
-        let lines = deadlock_lines(d).join("\n");
+        let lines = d.lines().join("\n");
         let fence = super::md_fence(&lines);
         let _ = writeln!(
             o,

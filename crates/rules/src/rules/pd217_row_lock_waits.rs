@@ -85,6 +85,32 @@ const MAX_AVERAGE_WAIT: Threshold = Threshold {
     doc: "seconds per row-lock wait over the window (heuristic)",
 };
 
+/// The row-lock waits that ended over a window: how many, their time (ms), that time per
+/// second of wall time (sessions waiting on average) and per wait (seconds).
+struct Waited {
+    waits: u64,
+    ms: u64,
+    share: f64,
+    avg: f64,
+}
+
+impl Waited {
+    fn over(c: &crate::Counts<'_>) -> Result<Waited, Verdict> {
+        let waits = c.get(StatusVar::InnodbRowLockWaits)?;
+        let ms = c.get(StatusVar::InnodbRowLockTime)?;
+        Ok(Waited {
+            waits,
+            ms,
+            share: ms as f64 / 1000.0 / c.seconds().max(1e-3),
+            avg: if waits == 0 {
+                0.0
+            } else {
+                ms as f64 / 1000.0 / waits as f64
+            },
+        })
+    }
+}
+
 impl Rule for RowLockWaits {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
@@ -154,14 +180,12 @@ impl Rule for RowLockWaits {
 
         // The window: the waits that ended in it.
         let window = s.judge(limits.count(&MIN_UPTIME), |c| {
-            let waits = c.get(StatusVar::InnodbRowLockWaits)?;
-            let ms = c.get(StatusVar::InnodbRowLockTime)?;
-            let share = ms as f64 / 1000.0 / c.seconds().max(1e-3);
-            let avg = if waits == 0 {
-                0.0
-            } else {
-                ms as f64 / 1000.0 / waits as f64
-            };
+            let Waited {
+                waits,
+                ms,
+                share,
+                avg,
+            } = Waited::over(c)?;
             let text = format!(
                 "{waits} row-lock waits took {} ({share:.3} sessions waiting on average{})",
                 format_us(ms as f64 * 1000.0),
@@ -184,14 +208,12 @@ impl Rule for RowLockWaits {
         let mut basis = None;
         match &window {
             Ok(c) => {
-                let waits = c.get(StatusVar::InnodbRowLockWaits)?;
-                let ms = c.get(StatusVar::InnodbRowLockTime)?;
-                let share = ms as f64 / 1000.0 / c.seconds().max(1e-3);
-                let avg = if waits == 0 {
-                    0.0
-                } else {
-                    ms as f64 / 1000.0 / waits as f64
-                };
+                let Waited {
+                    waits,
+                    ms,
+                    share,
+                    avg,
+                } = Waited::over(c)?;
                 evidence.push(format!(
                     "{waits} row-lock waits ended, {} waited, {}",
                     format_us(ms as f64 * 1000.0),

@@ -63,31 +63,7 @@ fn describe(d: &Deadlock) -> Vec<String> {
             None => String::new(),
         }
     )];
-    for (i, t) in d.transactions.iter().enumerate() {
-        let who = match (t.thread_id, &t.user, &t.host) {
-            (Some(id), Some(u), Some(h)) => format!(
-                "connection {id} ({}@{})",
-                display_text(u, 48),
-                display_text(h, 64)
-            ),
-            (Some(id), _, _) => format!("connection {id}"),
-            _ => "a session".into(),
-        };
-        out.push(format!(
-            "  ({}) {who}: {}",
-            i + 1,
-            t.statement
-                .as_deref()
-                .map(|s| display_text(s, 200))
-                .unwrap_or_else(|| "statement not shown".into())
-        ));
-        for h in t.holds.iter().take(2) {
-            out.push(format!("      held {}", display_text(h, 200)));
-        }
-        if let Some(w) = &t.waits_for {
-            out.push(format!("      waited for {}", display_text(w, 200)));
-        }
-    }
+    out.extend(d.lines().into_iter().map(|l| format!("  {l}")));
     out
 }
 
