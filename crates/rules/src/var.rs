@@ -156,7 +156,6 @@ named_enum! {
         InnodbRowLockWaits => "innodb_row_lock_waits",
         InnodbRowLockTime => "innodb_row_lock_time",
         InnodbDeadlocks => "innodb_deadlocks",
-        TableLocksWaited => "table_locks_waited",
         // Schema and privilege changes: the agent lists the vector indexes again only after
         // one (or a restart), since the list costs the server per table on it, and what a
         // user may see of it moves with its grants.

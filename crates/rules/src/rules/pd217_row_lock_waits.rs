@@ -152,6 +152,11 @@ impl Rule for RowLockWaits {
                                 })
                                 .collect();
                             evidence.extend(chain_lines(l, &roots));
+                            if let Ok(t) = db.var_u64(crate::Var::InnodbLockWaitTimeout) {
+                                evidence.push(format!(
+                                    "innodb_lock_wait_timeout {t} s: a waiter gives up with error 1205 after that long"
+                                ));
+                            }
                             if longest.seconds > max_now {
                                 now_fail = Some((waiting, longest.seconds, roots));
                             }

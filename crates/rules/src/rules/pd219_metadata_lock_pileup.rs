@@ -123,6 +123,12 @@ impl Rule for MetadataLockPileup {
         }
         evidence.extend(chain_lines(l, &roots));
         evidence.push(format!("holders from {}", l.metadata_source.describe()));
+        if let Ok(t) = s.db().and_then(|db| db.var_u64(crate::Var::LockWaitTimeout)) {
+            evidence.push(format!(
+                "lock_wait_timeout {}: how long a DDL (and everything queued behind it) waits before it gives up",
+                format_secs(t)
+            ));
+        }
         if l.truncated {
             evidence.push("the read hit its row limit: more sessions wait than shown".into());
         }

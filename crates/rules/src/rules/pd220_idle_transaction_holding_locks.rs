@@ -93,6 +93,13 @@ impl Rule for IdleTransactionHoldingLocks {
             if idle.len() == 1 { "transaction is" } else { "transactions are" },
             idle.iter().map(|r| r.queued.len()).sum::<usize>()
         ));
+        if let Ok(t) = s.db().and_then(|db| db.var_u64(crate::Var::IdleTransactionTimeout)) {
+            evidence.push(if t == 0 {
+                "idle_transaction_timeout is 0: the server never ends an idle transaction".to_owned()
+            } else {
+                format!("idle_transaction_timeout {}", format_secs(t))
+            });
+        }
         let mut rem: Vec<String> = idle.iter().take(3).map(|r| kill_line(l, r)).collect();
         rem.push("Then fix the client (commit or roll back before returning a connection to its pool; no waiting inside a transaction), and let the server end idle transactions:".into());
         rem.push(set_global(&[("idle_transaction_timeout", "60".into(), "60".into())]));
@@ -131,6 +138,17 @@ pub(crate) mod tests {
             "{v:?}"
         );
         assert!(v.remediation.unwrap().starts_with("KILL 9;"));
+        // The server's own limit is shown beside it.
+        let mut s = examples::row_lock_queue();
+        if let Some(f) = s.mariadb.facts.as_mut() {
+            f.variables
+                .insert(crate::Var::IdleTransactionTimeout.name().into(), "0".into());
+        }
+        let v = verdict(&IdleTransactionHoldingLocks, &s);
+        assert!(
+            v.evidence.iter().any(|e| e.contains("never ends an idle transaction")),
+            "{v:?}"
+        );
     }
 
     #[test]
