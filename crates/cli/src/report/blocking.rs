@@ -332,3 +332,121 @@ pub(crate) fn markdown(b: &Blocking) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use powerdiag_rules::{LockSession, SessionTransaction, testing::SnapshotBuilder};
+
+    use super::*;
+
+    fn queue() -> Snapshot {
+        let session = |id: u64, command: &str, statement: Option<&str>| LockSession {
+            id,
+            user: "app".into(),
+            host: "10.0.0.7".into(),
+            command: command.into(),
+            seconds: 40.0,
+            statement: statement.map(Into::into),
+            ..Default::default()
+        };
+        let mut blocker = session(9, "Sleep", None);
+        blocker.transaction = Some(SessionTransaction {
+            age_seconds: 45,
+            state: "RUNNING".into(),
+            rows_locked: 3,
+            rows_modified: 1,
+        });
+        let wait = |waiter: u64, blocker: u64, seconds: f64| LockWait {
+            waiter,
+            blocker: Some(blocker),
+            kind: LockKind::Row,
+            seconds,
+            object: Some("`shop`.`orders` index PRIMARY".into()),
+            mode: Some("X".into()),
+            probable: false,
+        };
+        SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .locks(Locks {
+                scan: LockScan::Read,
+                sessions: vec![
+                    blocker,
+                    session(
+                        11,
+                        "Query",
+                        Some("UPDATE `orders` SET `v` = ? WHERE `id` = ?"),
+                    ),
+                    session(
+                        12,
+                        "Query",
+                        Some("UPDATE `orders` SET `v` = ? WHERE `id` = ?"),
+                    ),
+                    // A hostile user name: escaped on its way to the terminal.
+                    LockSession {
+                        user: "ev\u{1b}[31mil".into(),
+                        ..session(13, "Query", Some("DELETE FROM `orders`"))
+                    },
+                ],
+                waits: vec![wait(11, 9, 30.0), wait(12, 11, 20.0), wait(13, 9, 10.0)],
+                ..Default::default()
+            })
+            .last_deadlock(None)
+            .build()
+    }
+
+    #[test]
+    fn the_queue_is_a_tree_under_its_blocker_with_the_kill_that_ends_it() {
+        let b = blocking(&queue()).unwrap();
+        assert!(b.shown());
+        assert_eq!(b.queues.len(), 1);
+        assert_eq!(b.queues[0].queued, 3);
+        let t = text(&b);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("  connection 9 (app@10.0.0.7, idle in transaction for 40 s, transaction open 45 s, 3 rows locked, 1 modified) — 3 queued"),
+            "{t}"
+        );
+        assert!(lines[1].starts_with("  ├─ connection 11 app@10.0.0.7 waits 30 s for a row lock on `shop`.`orders` index PRIMARY: UPDATE"), "{t}");
+        assert!(lines[2].starts_with("  │  └─ connection 12 "), "{t}");
+        assert!(
+            lines[3].starts_with("  └─ connection 13 ev\\u{1b}[31mil@"),
+            "{t}"
+        );
+        assert!(!t.contains('\u{1b}'), "{t}");
+        assert!(
+            t.contains("    KILL 9;  -- rolls back its open transaction"),
+            "{t}"
+        );
+        let md = markdown(&b);
+        assert!(md.starts_with("## Blocking\n\n```\nconnection 9 "), "{md}");
+        assert!(md.contains("```sql\nKILL 9;"), "{md}");
+        let json = serde_json::to_value(&b).unwrap();
+        assert_eq!(json["queues"][0]["blocker"]["id"], 9);
+        assert_eq!(
+            json["queues"][0]["waiters"][0]["waiters"][0]["session"]["id"],
+            12
+        );
+        assert_eq!(json["waiting"][0], serde_json::json!(["row", 3]));
+    }
+
+    #[test]
+    fn nothing_waiting_is_no_section_and_unreadable_says_why() {
+        let quiet = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .locks(Locks {
+                scan: LockScan::Quiet {
+                    threads_running: 1,
+                    row_lock_current_waits: 0,
+                },
+                ..Default::default()
+            })
+            .last_deadlock(None)
+            .build();
+        let b = blocking(&quiet).unwrap();
+        assert!(!b.shown());
+        assert!(b.not_read.unwrap().contains("Threads_running 1"));
+        let none = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
+        let b = blocking(&none).unwrap();
+        assert_eq!(b.unavailable.as_deref(), Some("not read in this test"));
+    }
+}
