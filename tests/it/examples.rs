@@ -147,6 +147,13 @@ fn aix() -> Snapshot {
         .os(|o| {
             o.cpu = Gathered::Available(power9(48, 3800.0, "smt4"));
             o.topology = Gathered::Available(topology(12, 1));
+            // AIX's collector reads no inodes (`df -P` has none).
+            if let Gathered::Available(fs) = &mut o.storage {
+                for f in fs {
+                    f.inodes_total = None;
+                    f.inodes_available = None;
+                }
+            }
             o.memory = Gathered::Available(MemoryFacts {
                 base_page_bytes: Some(4096),
                 page_sizes: vec![4096, 65536, 16 << 20, 16 << 30],
