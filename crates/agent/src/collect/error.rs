@@ -75,6 +75,25 @@ pub enum CollectError {
 }
 
 impl CollectError {
+    /// The statements of one collector that failed, each with its server's message: `Ok`
+    /// when none did.
+    pub fn failed_statements<S: Into<String>>(
+        messages: impl IntoIterator<Item = S>,
+    ) -> Result<(), CollectError> {
+        let failed: Vec<CollectError> = messages
+            .into_iter()
+            .map(|m| CollectError::Database {
+                message: m.into(),
+                hint: String::new(),
+            })
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(CollectError::Several(failed))
+        }
+    }
+
     /// The error of an I/O operation on `path`, classified.
     pub fn io(path: &Path, e: &io::Error) -> CollectError {
         match e.kind() {

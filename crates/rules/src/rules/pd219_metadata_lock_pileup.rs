@@ -14,7 +14,7 @@ declare_rule! {
     /// table (often a transaction left open or a long `SELECT`) with its age, and the queue
     /// behind. The holders come from `performance_schema.metadata_locks` when its instrument
     /// is enabled, else `information_schema.METADATA_LOCK_INFO` (the `metadata_lock_info`
-    /// plugin), else from `PROCESSLIST` alone — then the holder is the oldest session that
+    /// plugin), else from the sessions' states alone — then the holder is the oldest session that
     /// could hold it, marked *probable*, and the finding says how to get the better source.
     /// powerdiag reads the sessions only when at least 3 statements run (its own included),
     /// which any pile-up of 2 makes true. No peer alerts on this.

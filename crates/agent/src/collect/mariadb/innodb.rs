@@ -292,19 +292,7 @@ impl Part for Innodb<'_> {
             };
             ctx.facts.innodb_size = size;
             ctx.facts.transactions = trx;
-            if failed.is_empty() {
-                Ok(())
-            } else {
-                Err(CollectError::Several(
-                    failed
-                        .into_iter()
-                        .map(|message| CollectError::Database {
-                            message,
-                            hint: String::new(),
-                        })
-                        .collect(),
-                ))
-            }
+            CollectError::failed_statements(failed)
         })
     }
 }

@@ -696,7 +696,7 @@ pub(super) struct LocksPart<'o> {
 /// The `mariadb_locks` collector.
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     name: "mariadb_locks",
-    help: "who waits for whom: lock-waiting sessions and their blockers (PROCESSLIST, INNODB_TRX, INNODB_LOCK_WAITS, metadata locks), read only when something can wait; the last deadlock when Innodb_deadlocks moved",
+    help: "who waits for whom: lock-waiting sessions and their blockers (performance_schema.threads or PROCESSLIST, INNODB_LOCK_WAITS, metadata locks), read only when the status shows something can wait; the last deadlock when Innodb_deadlocks moved",
     default_enabled: true,
     requires: Requires::Nothing,
 };
@@ -776,19 +776,7 @@ impl Part for LocksPart<'_> {
                     }
                 }
             };
-            if failed.is_empty() {
-                Ok(())
-            } else {
-                Err(CollectError::Several(
-                    failed
-                        .into_iter()
-                        .map(|message| CollectError::Database {
-                            message,
-                            hint: String::new(),
-                        })
-                        .collect(),
-                ))
-            }
+            CollectError::failed_statements(failed)
         })
     }
 }

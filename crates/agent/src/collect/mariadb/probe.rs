@@ -441,16 +441,8 @@ impl Part for ProbePart<'_> {
                         .iter()
                         .filter_map(|i| i.error.as_deref())
                         .collect();
-                    let result = if !failed.is_empty() && failed.len() == p.indexes.len() {
-                        Err(CollectError::Several(
-                            failed
-                                .iter()
-                                .map(|m| CollectError::Database {
-                                    message: (*m).to_owned(),
-                                    hint: String::new(),
-                                })
-                                .collect(),
-                        ))
+                    let result = if failed.len() == p.indexes.len() {
+                        CollectError::failed_statements(failed)
                     } else {
                         Ok(())
                     };
