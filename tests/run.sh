@@ -26,7 +26,8 @@
 # pitmem = +21, pitsql = +22, tls = +14 (TLS with tests/harness/tls.sh's certificates), tlsname =
 # +15 (its certificate names another host), nofa118 = +16 and nofa1011 = +23 (default options,
 # tests/it/no_false_alarms.rs runs sysbench on them), lock118 = +24 and lock1011 = +25 (lock
-# queues and deadlocks of tests/it/locks.rs); the packaged agent = +9; +26..+29 are free),
+# queues and deadlocks of tests/it/locks.rs), sat118 = +26 (tests/it/saturation.rs puts it in a
+# CPU-limited cgroup); the packaged agent = +9; +27..+29 are free),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -108,7 +109,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -121,16 +122,17 @@ done
 # The agent installed from the .deb (tests/package.sh) listens on base + 9.
 if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+25; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+26; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118)
 cleanup() {
     local rc=$?
     step "stopping test servers"
     trap - EXIT
     for s in "${SERVERS[@]}"; do "$HERE/harness/mariadb.sh" stop "$s" || true; done
+    "$HERE/harness/cpu-cgroup.sh" leave sat118 2>/dev/null || true
     umount "$POWERDIAG_IT_DIR/tiny" 2>/dev/null || true
     if [ "${POWERDIAG_IT_KEEP:-0}" = 1 ]; then
         echo "kept $POWERDIAG_IT_DIR" >&2
@@ -143,7 +145,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (nine) and 10.11 (seven) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (ten) and 10.11 (seven) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -185,6 +187,9 @@ start_server nofa1011 10.11 23
 # locks, provokes deadlocks and switches the metadata-lock sources on and off.
 start_server lock118 11.8 24
 start_server lock1011 10.11 25
+# sat118: owned by tests/it/saturation.rs, which moves it into a CPU-limited cgroup
+# (tests/harness/cpu-cgroup.sh) under sysbench and lifts the limit again.
+start_server sat118 11.8 26
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

@@ -17,7 +17,8 @@ Usage: tests/harness/sysbench.sh COMMAND NAME [ARGS...]
                         it: sysbench oltp_read_write --tables=4 --table-size=N prepare
                         (N = $POWERDIAG_SYSBENCH_TABLE_SIZE, default 20000: about 20 MiB of data,
                         well inside the default 128 MiB buffer pool)
-  run NAME SECONDS      sysbench oltp_read_write run with 4 threads for SECONDS, in the
+  run NAME SECONDS      sysbench oltp_read_write run with $POWERDIAG_SYSBENCH_THREADS threads
+                        (default 4) for SECONDS, in the
                         foreground; its output goes to $POWERDIAG_IT_DIR/NAME.sysbench.log (the
                         path is printed on stdout); exit status is sysbench's
   cleanup NAME          drop database sbtest
@@ -27,13 +28,14 @@ password $POWERDIAG_IT_ROOT_PASSWORD (default powerdiag-it-root) in the environm
 never on the command line.
 
 Environment: POWERDIAG_IT_DIR (as mariadb.sh; default /tmp/powerdiag-it),
-POWERDIAG_IT_ROOT_PASSWORD, POWERDIAG_SYSBENCH_TABLE_SIZE (default 20000).
+POWERDIAG_IT_ROOT_PASSWORD, POWERDIAG_SYSBENCH_TABLE_SIZE (default 20000),
+POWERDIAG_SYSBENCH_THREADS (default 4).
 EOF
 }
 
 IT_DIR=${POWERDIAG_IT_DIR:-/tmp/powerdiag-it}
 TABLES=4
-THREADS=4
+THREADS=${POWERDIAG_SYSBENCH_THREADS:-4}
 TABLE_SIZE=${POWERDIAG_SYSBENCH_TABLE_SIZE:-20000}
 
 # Sets SOCK for instance NAME from `mariadb.sh env NAME` and checks that it is running.
@@ -81,6 +83,8 @@ cmd_prepare() {
 cmd_run() {
     [ $# -eq 2 ] || die "run needs NAME SECONDS"
     [[ $2 =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a positive number (got '$2')"
+    [[ $THREADS =~ ^[1-9][0-9]*$ ]] ||
+        die "POWERDIAG_SYSBENCH_THREADS must be a positive number (got '$THREADS')"
     set_instance "$1"
     local rc=0
     printf '%s\n' "$LOG"

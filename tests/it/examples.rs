@@ -241,6 +241,30 @@ fn linux() -> Snapshot {
                 busy_share: Some(0.3),
                 ..Default::default()
             });
+            // 30% of 96 CPUs busy: a short run queue, little waiting.
+            o.saturation = Gathered::Available(powerdiag_rules::CpuSaturation {
+                online_cpus: Some(96),
+                procs_running: Some(31),
+                load: Some([28.7, 27.9, 26.4]),
+                pressure: Some(powerdiag_rules::CpuPressure {
+                    avg10: 0.012,
+                    avg60: 0.018,
+                    avg300: 0.015,
+                    window_share: Some(0.01),
+                    total_us: 3_141_592_653,
+                }),
+                pressure_unread: None,
+                process: Some(powerdiag_rules::ProcessCpu {
+                    basis: "window 1.00 s".into(),
+                    window_seconds: 1.0,
+                    ticks: 2_710,
+                    ticks_per_second: 100,
+                    allowed_cpus: 96.0,
+                    allowed_by: "online CPUs".into(),
+                    cgroup: None,
+                }),
+                process_unread: None,
+            });
         })
         .build();
     s.taken_at = Some("2025-11-03T10:40:00Z".into());

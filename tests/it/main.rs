@@ -35,6 +35,7 @@ mod no_database;
 mod no_false_alarms;
 mod prometheus;
 mod runbooks;
+mod saturation;
 mod scale;
 mod server_pitfalls;
 mod session_guard;

@@ -238,6 +238,40 @@ pub(crate) fn restart_server(name: &str, flavour: &str, options: &str) {
     }
 }
 
+/// tests/harness/sysbench.sh `run` in its own process group, killed (with the sysbench it
+/// started) if the test ends before it does.
+pub(crate) struct Sysbench(pub(crate) Option<std::process::Child>);
+
+impl Sysbench {
+    /// `run NAME SECONDS` with `threads` client threads.
+    pub(crate) fn start(name: &str, seconds: u64, threads: u32) -> Sysbench {
+        use std::os::unix::process::CommandExt;
+        let path =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/sysbench.sh");
+        Sysbench(Some(
+            Command::new(path)
+                .args(["run", name, &seconds.to_string()])
+                .env("POWERDIAG_SYSBENCH_THREADS", threads.to_string())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap_or_else(|e| panic!("tests/harness/sysbench.sh: {e}")),
+        ))
+    }
+}
+
+impl Drop for Sysbench {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{}", c.id())])
+                .status();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Runs tests/harness/SCRIPT with `args`; it must succeed.
 pub(crate) fn harness_script(script: &str, args: &[&str]) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -50,11 +50,16 @@ pub(crate) const INTERVAL: Duration = Duration::from_secs(2);
 
 impl Watcher {
     pub(crate) fn start(server: &Server) -> Watcher {
+        Watcher::start_with(server, "")
+    }
+
+    /// [`Watcher::start`] with more configuration (TOML tables) after the watcher's own.
+    pub(crate) fn start_with(server: &Server, more: &str) -> Watcher {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("agent.toml");
         std::fs::write(
             &cfg,
-            "[sample]\ninterval = \"2s\"\ntimeout = \"1500ms\"\nwindow = \"0s\"\nstatus_window = \"2s\"\nmax_status_window = \"10m\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+            format!("[sample]\ninterval = \"2s\"\ntimeout = \"1500ms\"\nwindow = \"0s\"\nstatus_window = \"2s\"\nmax_status_window = \"10m\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n{more}"),
         )
         .unwrap();
         let port = crate::agent::free_port();

@@ -28,6 +28,10 @@ pub struct OsFacts {
     /// server on this host only), with their device's busy time over the window.
     #[serde(default = "not_collected::<Vec<Filesystem>>")]
     pub storage: Gathered<Vec<Filesystem>>,
+    /// Whether threads waited for a CPU: the host's run queue and CPU pressure, and mariadbd's
+    /// CPU use against what it may use (affinity, cgroup quota) over the window (PD806).
+    #[serde(default = "not_collected::<CpuSaturation>")]
+    pub saturation: Gathered<CpuSaturation>,
 }
 
 fn not_collected<T>() -> Gathered<T> {
@@ -49,6 +53,7 @@ impl OsFacts {
             counters: Gathered::Unavailable(u()),
             swap: Gathered::Unavailable(u()),
             storage: Gathered::Unavailable(u()),
+            saturation: Gathered::Unavailable(u()),
         }
     }
 }
@@ -293,6 +298,102 @@ impl CpuSeconds {
     }
 }
 
+/// Whether runnable threads waited for a CPU (PD806).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuSaturation {
+    /// The CPUs the kernel schedules on (`/sys/devices/system/cpu/online`; AIX: online logical
+    /// CPUs).
+    pub online_cpus: Option<u32>,
+    /// Threads runnable at the window's end (`procs_running` of `/proc/stat`; an instant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procs_running: Option<u32>,
+    /// Load averages over 1, 5 and 15 minutes (runnable threads plus, on Linux, those in
+    /// uninterruptible sleep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<[f64; 3]>,
+    /// The kernel's CPU pressure (PSI), `None` where it has none (`pressure_unread` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<CpuPressure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure_unread: Option<String>,
+    /// mariadbd's CPU use over the window against what it may use, `None` when it was not
+    /// measured (`process_unread` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessCpu>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_unread: Option<String>,
+}
+
+/// `/proc/pressure/cpu`'s `some` line: the share of wall time during which at least one
+/// runnable thread waited for a CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuPressure {
+    /// The kernel's running averages over the last 10, 60 and 300 seconds (0–1).
+    pub avg10: f64,
+    pub avg60: f64,
+    pub avg300: f64,
+    /// The share over the sample window, from the `total` stall time (µs); `None` without a
+    /// window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_share: Option<f64>,
+    /// The `total` counter: microseconds of stall since boot (for the metric).
+    #[serde(default)]
+    pub total_us: u64,
+}
+
+/// mariadbd's CPU time over a window, against the CPUs it may use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProcessCpu {
+    /// What the window was: `window 1.00 s`, or `since the agent's last sample (60.0 s)`.
+    pub basis: String,
+    pub window_seconds: f64,
+    /// User and system time of all its threads over the window, in clock ticks.
+    pub ticks: u64,
+    /// Clock ticks per second (USER_HZ).
+    pub ticks_per_second: u64,
+    /// The CPUs it may use: the least of the online CPUs, its affinity and its cgroup quota.
+    pub allowed_cpus: f64,
+    /// What set `allowed_cpus` (`online CPUs`, `CPU affinity`, `cgroup CPU quota`).
+    pub allowed_by: String,
+    /// Its cgroup's CPU controller, when one was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupCpu>,
+}
+
+impl ProcessCpu {
+    /// CPUs used on average over the window.
+    pub fn cpus_used(&self) -> f64 {
+        if self.window_seconds <= 0.0 || self.ticks_per_second == 0 {
+            return 0.0;
+        }
+        self.ticks as f64 / self.ticks_per_second as f64 / self.window_seconds
+    }
+    /// The clock ticks it could have used over the window (rounded down, at least the used).
+    pub fn allowed_ticks(&self) -> u64 {
+        let t = self.allowed_cpus * self.window_seconds * self.ticks_per_second as f64;
+        (t.max(0.0) as u64).max(self.ticks)
+    }
+}
+
+/// A cgroup's CPU controller: its quota and its throttling over the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CgroupCpu {
+    /// The cgroup (as in `/proc/PID/cgroup`) whose quota is the tightest, else mariadbd's own.
+    pub path: String,
+    /// 1 or 2.
+    pub version: u8,
+    /// `cpu.max` (v2) or `cpu.cfs_quota_us / cpu.cfs_period_us` (v1) in CPUs; `None`: no quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_cpus: Option<f64>,
+    /// Enforcement periods over the window and those in which it was throttled (`cpu.stat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub periods: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_seconds: Option<f64>,
+}
+
 /// A PowerVM logical partition.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartitionFacts {
@@ -414,6 +515,9 @@ impl crate::Snapshot {
     }
     pub fn swap(&self) -> Result<&SwapActivity, Verdict> {
         section(&self.os()?.swap, "swap activity")
+    }
+    pub fn saturation(&self) -> Result<&CpuSaturation, Verdict> {
+        section(&self.os()?.saturation, "CPU saturation")
     }
     pub fn storage(&self) -> Result<&[Filesystem], Verdict> {
         section(&self.os()?.storage, "the server's filesystems").map(Vec::as_slice)

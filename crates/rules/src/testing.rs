@@ -1,11 +1,11 @@
 //! [`SnapshotBuilder`]: concise snapshots for rule tests, here and in the other crates.
 
 use crate::{
-    Allocator, Cache, Compiler, CpuFacts, CpuTime, DbError, DbErrorKind, Digest, Filesystem,
-    Gathered, HostFacts, MariadbFacts, MariadbSection, MemoryFacts, NumaNode, OsFacts,
-    PerfCounters, PerfEvent, Probe, ProcessFacts, SCHEMA_VERSION, ServerVersion, Snapshot,
-    StatementPeriod, StatementTotals, Statements, StatusVar, SwapActivity, Topology, Var,
-    VectorIndex,
+    Allocator, Cache, Compiler, CpuFacts, CpuPressure, CpuSaturation, CpuTime, DbError,
+    DbErrorKind, Digest, Filesystem, Gathered, HostFacts, MariadbFacts, MariadbSection,
+    MemoryFacts, NumaNode, OsFacts, PerfCounters, PerfEvent, Probe, ProcessCpu, ProcessFacts,
+    SCHEMA_VERSION, ServerVersion, Snapshot, StatementPeriod, StatementTotals, Statements,
+    StatusVar, SwapActivity, Topology, Var, VectorIndex,
 };
 
 /// Builds a [`Snapshot`]: a Linux x86-64 host with 8 threads and 16 GiB, and (with
@@ -468,6 +468,29 @@ pub fn linux_os() -> OsFacts {
             io_unread: None,
             space_unread: None,
         }]),
+        saturation: Gathered::Available(CpuSaturation {
+            online_cpus: Some(64),
+            procs_running: Some(12),
+            load: Some([10.5, 9.8, 9.1]),
+            pressure: Some(CpuPressure {
+                avg10: 0.02,
+                avg60: 0.03,
+                avg300: 0.02,
+                window_share: Some(0.01),
+                total_us: 123_456_789,
+            }),
+            pressure_unread: None,
+            process: Some(ProcessCpu {
+                basis: "window 1.00 s".into(),
+                window_seconds: 1.0,
+                ticks: 800,
+                ticks_per_second: 100,
+                allowed_cpus: 64.0,
+                allowed_by: "online CPUs".into(),
+                cgroup: None,
+            }),
+            process_unread: None,
+        }),
     }
 }
 
@@ -599,6 +622,9 @@ pub fn aix_os() -> OsFacts {
         ),
         storage: Gathered::Unavailable(
             "unavailable: the AIX collector does not read filesystems yet".into(),
+        ),
+        saturation: Gathered::Unavailable(
+            "unavailable: the AIX collector does not read the run queue yet".into(),
         ),
     }
 }

@@ -113,6 +113,9 @@ const BLOCKING: &str = "while a session blocks others (at most 5 series)";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
 const STORAGE_INODES: &str = "a server on this host, live on Linux: per directory role";
+const PSI: &str = "Linux 4.20+ with PSI: /proc/pressure/cpu read";
+const LOAD: &str = "Linux /proc/loadavg, AIX perfstat_cpu_total read";
+const MARIADBD_CPU: &str = "mariadbd found on this host, live, with a window";
 const STORAGE_IO: &str = "a server on this host, live, with a window and a block device";
 
 catalogue! {
@@ -281,6 +284,16 @@ catalogue! {
         "Share of CPU time busy over the window";
     CPU_SECONDS: Counter "powerdiag_cpu_seconds_total" ["mode"] unit "seconds" when LINUX_CPU_TIME
         "CPU time of all CPUs since boot per mode (user, nice, system, idle, iowait, irq, softirq, steal), from /proc/stat: rate() over it sees all of the time, not only the sample window";
+    CPU_PRESSURE_WAITING: Counter "powerdiag_cpu_pressure_waiting_seconds_total" [] unit "seconds" when PSI
+        "Time during which at least one runnable thread waited for a CPU, since boot (/proc/pressure/cpu `some` total): rate() is the share of time threads waited (PD806)";
+    LOAD_AVERAGE: Gauge "powerdiag_load_average" ["window"] when LOAD
+        "Load average over 1m, 5m and 15m (window): runnable threads, plus on Linux those in uninterruptible sleep";
+    PROCS_RUNNING: Gauge "powerdiag_procs_running" [] when LINUX_CPU_TIME
+        "Threads runnable at the sample's end (/proc/stat procs_running; an instant)";
+    MARIADBD_CPUS_ALLOWED: Gauge "powerdiag_mariadbd_cpus_allowed" [] when MARIADBD_CPU
+        "CPUs mariadbd may use: the least of the online CPUs, its CPU affinity and its cgroup's CPU quota (PD806)";
+    MARIADBD_CPUS_USED: Gauge "powerdiag_mariadbd_cpus_used" [] when MARIADBD_CPU
+        "CPUs mariadbd's threads used on average since the previous sample (user + system time): against powerdiag_mariadbd_cpus_allowed, its saturation (PD806)";
     LPAR_INFO: Gauge "powerdiag_lpar_info" ["mode", "capped", "donating"] when PARTITION
         "PowerVM partition mode";
     LPAR_ENTITLED_CAPACITY: Gauge "powerdiag_lpar_entitled_capacity" [] when PARTITION

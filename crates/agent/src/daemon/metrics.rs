@@ -601,6 +601,23 @@ fn os(b: &mut Builder, s: &Snapshot) {
         b.add(&c::DISK_BUSY_RATIO, busy);
         b.add(&c::DISK_IN_FLIGHT, queue);
     }
+    if let Ok(s) = o.saturation.as_ref() {
+        b.one(
+            &c::CPU_PRESSURE_WAITING,
+            s.pressure.map(|p| p.total_us as f64 / 1e6),
+        );
+        if let Some(load) = s.load {
+            b.add(
+                &c::LOAD_AVERAGE,
+                [(["1m"], load[0]), (["5m"], load[1]), (["15m"], load[2])],
+            );
+        }
+        b.one(&c::PROCS_RUNNING, s.procs_running.map(f64::from));
+        if let Some(p) = &s.process {
+            b.one(&c::MARIADBD_CPUS_ALLOWED, Some(p.allowed_cpus));
+            b.one(&c::MARIADBD_CPUS_USED, Some(p.cpus_used()));
+        }
+    }
     if let Ok(p) = o.process.as_ref() {
         b.one(&c::MARIADBD_SWAP, p.swap_bytes.map(|v| v as f64));
         b.one(&c::MARIADBD_RESIDENT, p.rss_bytes.map(|v| v as f64));
@@ -839,7 +856,12 @@ mod tests {
         }
         assert!(!text.contains("# EOF"), "EOF is added per scrape");
         // No process facts given: no process_* series (other OSes).
-        assert!(!text.contains("process_"), "{text}");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("process_") || l.contains(" process_")),
+            "{text}"
+        );
     }
 
     #[test]

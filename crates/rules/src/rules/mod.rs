@@ -82,6 +82,7 @@ rules! {
     pd801_datadir_space_low::DatadirSpaceLow,
     pd802_storage_saturated::StorageSaturated,
     pd805_version_end_of_life::VersionEndOfLife,
+    pd806_cpu_saturated::CpuSaturated,
     pd807_inodes_low::InodesLow,
 }
 

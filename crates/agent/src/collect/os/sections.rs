@@ -58,8 +58,22 @@ pub(crate) const STORAGE: Descriptor = section(
     "the filesystems and devices under the server's directories: free space, busy time, queue",
     Requires::Nothing,
 );
+pub(crate) const SATURATION: Descriptor = section(
+    "saturation",
+    "CPU saturation: CPU pressure, run queue and load, mariadbd's CPU use against its affinity and cgroup quota",
+    Requires::Nothing,
+);
 
 /// Every OS section, in the order the platforms collect them.
 pub(crate) static SECTIONS: &[&Descriptor] = &[
-    &PROCESS, &CPU_TIME, &CPU, &TOPOLOGY, &MEMORY, &PARTITION, &COUNTERS, &SWAP, &STORAGE,
+    &PROCESS,
+    &CPU_TIME,
+    &CPU,
+    &TOPOLOGY,
+    &MEMORY,
+    &PARTITION,
+    &COUNTERS,
+    &SWAP,
+    &STORAGE,
+    &SATURATION,
 ];

@@ -9,8 +9,8 @@ use perfstat_sys::{
     perfstat_partition_total_t, perfstat_process_t, processor_mhz,
 };
 use powerdiag_rules::{
-    Allocator, CollectorRun, Compiler, CpuFacts, CpuTime, Filesystem, Gathered, MemoryFacts,
-    OsFacts, PartitionFacts, ProcessFacts, SwapActivity,
+    Allocator, CollectorRun, Compiler, CpuFacts, CpuSaturation, CpuTime, Filesystem, Gathered,
+    MemoryFacts, OsFacts, PartitionFacts, ProcessFacts, SwapActivity,
 };
 
 use super::ps::{self, PageSizes};
@@ -124,6 +124,10 @@ pub(crate) fn collect(raw: &Raw, selection: &Selection) -> (OsFacts, Vec<Collect
     });
     f.swap = section(&sections::SWAP, selection, &mut runs, || swap(raw));
     f.storage = section(&sections::STORAGE, selection, &mut runs, || storage(raw));
+    let online = f.cpu.as_ref().ok().map(|c| c.threads).filter(|n| *n > 0);
+    f.saturation = section(&sections::SATURATION, selection, &mut runs, || {
+        saturation(raw, online)
+    });
     (f, runs)
 }
 
@@ -297,6 +301,30 @@ fn positive(v: i32) -> Option<u32> {
 fn text(name: &[core::ffi::c_char]) -> Option<String> {
     let s = String::from_utf8_lossy(name_bytes(name)).trim().to_owned();
     (!s.is_empty()).then_some(s)
+}
+
+/// `perfstat_cpu_total.loadavg` is fixed point with this many fraction bits (`SBITS`).
+const LOADAVG_SHIFT: u32 = 16;
+
+/// The load averages against the online CPUs. AIX has no CPU pressure figures, and the one
+/// `perfstat_process` reading gives no CPU time over the window: both are named.
+fn saturation(raw: &Raw, online_cpus: Option<u32>) -> Read<CpuSaturation> {
+    let c = raw.cpu_total.as_ref().map_err(Clone::clone)?;
+    let load = c
+        .loadavg
+        .map(|v| v as f64 / f64::from(1u32 << LOADAVG_SHIFT));
+    Ok(CpuSaturation {
+        online_cpus,
+        procs_running: None,
+        load: Some(load),
+        pressure: None,
+        pressure_unread: Some("AIX has no CPU pressure (PSI) figures".into()),
+        process: None,
+        process_unread: Some(
+            "mariadbd's CPU time over the window is not read on AIX yet (one perfstat_process reading)"
+                .into(),
+        ),
+    })
 }
 
 fn cpu(raw: &Raw, window: Option<&Window>) -> Read<CpuFacts> {

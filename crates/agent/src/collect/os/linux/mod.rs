@@ -11,6 +11,7 @@ mod midr;
 mod perf;
 mod perf_group;
 mod process;
+mod saturation;
 mod stat;
 mod storage;
 mod swap;
@@ -46,6 +47,7 @@ static COLLECTORS: &[&dyn Registered] = &[
     &perf::Counters,
     &swap::Swap,
     &storage::Storage,
+    &saturation::Saturation,
 ];
 
 /// The first half of a windowed sample.

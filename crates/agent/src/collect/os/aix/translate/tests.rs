@@ -128,6 +128,19 @@ fn set_config(
 fn set_cpu_total(c: &mut perfstat_cpu_total_t, key: &str, value: &str) -> Result<(), CollectError> {
     match key {
         "description" => set_text(&mut c.description, value),
+        // Three fixed-point values (<< 16), as perfstat returns them.
+        "loadavg" => {
+            let v: Vec<u64> = value
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|_| CollectError::Unreadable {
+                    what: format!("cpu_total.loadavg {value:?}"),
+                })?;
+            c.loadavg = v.try_into().map_err(|_| CollectError::Unreadable {
+                what: format!("cpu_total.loadavg {value:?}: three values"),
+            })?;
+        }
         _ => numbers!(c, key, value; processorHZ, ncpus),
     }
     Ok(())
@@ -625,7 +638,9 @@ fn failed_calls_lose_only_their_own_facts() {
             ("cpu", false),
             ("memory", false),
             ("partition", false),
-            ("swap", false)
+            ("swap", false),
+            // The load averages come from perfstat_cpu_total, which failed too.
+            ("saturation", false)
         ]
     );
     assert_eq!(
