@@ -42,6 +42,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             status_window: Default::default(),
             innodb_cache: None,
             lock_cache: None,
+            error_log_cache: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

@@ -21,6 +21,7 @@ mod collect_output;
 mod deploy;
 mod diff_agents;
 mod diff_hardening;
+mod error_log;
 mod errors;
 mod escapes;
 mod evicted_stats;

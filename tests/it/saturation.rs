@@ -53,6 +53,7 @@ fn metric(body: &str, name: &str) -> Option<f64> {
 #[test]
 fn a_cgroup_quota_fails_pd806_and_lifting_it_clears() {
     let _machine = machine_load_lock();
+    let _server = sat118_lock();
     let server = Server::get(NAME);
     harness_script("sysbench.sh", &["prepare", NAME]);
     let cgroup = Cgroup::enter(server.pid());

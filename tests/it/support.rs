@@ -272,6 +272,14 @@ impl Drop for Sysbench {
     }
 }
 
+/// `sat118` is moved into a cgroup by tests/it/saturation.rs and crashed by
+/// tests/it/error_log.rs: one at a time.
+pub(crate) fn sat118_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Runs tests/harness/SCRIPT with `args`; it must succeed.
 pub(crate) fn harness_script(script: &str, args: &[&str]) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -10,6 +10,7 @@
 mod basis;
 mod counters;
 mod diff;
+mod errorlog;
 mod innodb;
 mod locks;
 mod os;
@@ -35,6 +36,7 @@ pub use counters::{Counts, Evidence, StatusWindow, WindowStart};
 pub use diff::{
     Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
 };
+pub use errorlog::{ErrorLog, LogEvent, LogEventKind, MAX_EVENTS as MAX_LOG_EVENTS};
 pub use innodb::{InnodbSize, OpenTransaction, Transactions};
 pub use locks::{
     Deadlock, DeadlockTransaction, LockKind, LockScan, LockSession, LockWait, Locks,

@@ -235,6 +235,9 @@ pub struct MariadbFacts {
     /// `Innodb_deadlocks` moved; `None` when the server has detected none.
     #[serde(default = "crate::locks::deadlock_not_recorded")]
     pub last_deadlock: Gathered<Option<crate::Deadlock>>,
+    /// The server's error log (`log_error`) as typed events: a server on this host only.
+    #[serde(default = "crate::errorlog::error_log_not_recorded")]
+    pub error_log: Gathered<crate::ErrorLog>,
     pub vector_indexes: Gathered<Vec<VectorIndex>>,
     pub probe: Gathered<Probe>,
     /// Statement digests from performance_schema (PD701–PD704, "Top statements").

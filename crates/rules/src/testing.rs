@@ -67,6 +67,13 @@ impl SnapshotBuilder {
             transactions: Gathered::Unavailable("not read in this test".into()),
             locks: Gathered::Unavailable("not read in this test".into()),
             last_deadlock: Gathered::Unavailable("not read in this test".into()),
+            error_log: Gathered::Available(crate::ErrorLog {
+                path: "/var/lib/mysql/db1.err".into(),
+                read: "the last 4.0 MiB of 1.2 MiB".into(),
+                covers_from: Some(1_700_000_000),
+                events: Vec::new(),
+                dropped: 0,
+            }),
             notes: Vec::new(),
         };
         let mut defaults = vec![

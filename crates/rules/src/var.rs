@@ -39,6 +39,7 @@ named_enum! {
         PidFile => "pid_file",
         Datadir => "datadir",
         Tmpdir => "tmpdir",
+        LogError => "log_error",
         InnodbLogGroupHomeDir => "innodb_log_group_home_dir",
         Port => "port",
         Socket => "socket",

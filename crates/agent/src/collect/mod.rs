@@ -23,8 +23,8 @@ use std::time::Duration;
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
 pub use mariadb::{
-    LockCache, MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse, StatementOptions,
-    StatementTracker, VectorCache,
+    ErrorLogCache, LockCache, MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse,
+    StatementOptions, StatementTracker, VectorCache,
 };
 
 /// What a one-shot collection should do.

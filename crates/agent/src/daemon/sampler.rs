@@ -55,6 +55,7 @@ struct Kept {
     status: StatusTracker,
     innodb: InnodbCache,
     locks: crate::collect::LockCache,
+    error_log: crate::collect::ErrorLogCache,
 }
 
 impl Kept {
@@ -66,6 +67,7 @@ impl Kept {
             status: StatusTracker::new(cfg.sample.status_window, cfg.sample.max_status_window),
             innodb: InnodbCache::new(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh),
             locks: Default::default(),
+            error_log: Default::default(),
         }
     }
 }
@@ -86,6 +88,7 @@ pub async fn run(
         mut status,
         mut innodb,
         mut locks,
+        mut error_log,
     } = Kept::new(&config.borrow());
     let mut candidates = setup.candidates.borrow_and_update().clone();
     let (mut config_open, mut targets_open) = (true, true);
@@ -103,6 +106,7 @@ pub async fn run(
                 status,
                 innodb,
                 locks,
+                error_log,
             } = Kept::new(&cfg);
         }
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -148,6 +152,7 @@ pub async fn run(
                 status_window: StatusWindowMode::Agent(status.clone()),
                 innodb_cache: Some(innodb.clone()),
                 lock_cache: Some(locks.clone()),
+                error_log_cache: Some(error_log.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),
@@ -316,6 +321,7 @@ mod tests {
                 status_window: Default::default(),
                 innodb_cache: None,
                 lock_cache: None,
+                error_log_cache: None,
             },
             taken_at: None,
             roots: Roots::default(),

@@ -81,6 +81,8 @@ rules! {
     pd704_statement_temp_disk_tables::StatementTempDiskTables,
     pd801_datadir_space_low::DatadirSpaceLow,
     pd802_storage_saturated::StorageSaturated,
+    pd803_server_restarted::ServerRestarted,
+    pd804_innodb_flushing_lags::InnodbFlushingLags,
     pd805_version_end_of_life::VersionEndOfLife,
     pd806_cpu_saturated::CpuSaturated,
     pd807_inodes_low::InodesLow,

@@ -5,6 +5,7 @@
 
 mod deadlock;
 mod due;
+pub(crate) mod error_log;
 mod innodb;
 mod locks;
 mod option_file;
@@ -37,6 +38,7 @@ use crate::collect::{
 use part::Part;
 
 pub(crate) use due::still_fresh;
+pub use error_log::ErrorLogCache;
 pub use innodb::InnodbCache;
 pub use locks::LockCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
@@ -70,6 +72,9 @@ pub struct MariadbOptions {
     /// The last deadlock read, and the lock read only when the status says something can
     /// wait (the agent); `None` always reads the locks (doctor).
     pub lock_cache: Option<LockCache>,
+    /// Where the agent's error-log reads stopped, and the events they found; `None` reads
+    /// the log's tail every time (doctor).
+    pub error_log_cache: Option<error_log::ErrorLogCache>,
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -200,13 +205,16 @@ pub(crate) const SERVER: Descriptor = Descriptor {
 /// The parts read before the window opens, so their statements are not counted in doctor's
 /// status window and the probe's k-NN queries are not in the digest read; each with its
 /// options.
-fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 2] {
+fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 3] {
     [
         Box::new(statements::StatementsPart {
             opts: opts.statements.as_ref(),
         }),
         Box::new(innodb::Innodb {
             cache: opts.innodb_cache.as_ref(),
+        }),
+        Box::new(error_log::ErrorLogPart {
+            cache: opts.error_log_cache.as_ref(),
         }),
     ]
 }
@@ -612,6 +620,7 @@ async fn server_facts(
         transactions: Gathered::Unavailable("not read".into()),
         locks: Gathered::Unavailable("not read".into()),
         last_deadlock: Gathered::Unavailable("not read".into()),
+        error_log: Gathered::Unavailable("not read".into()),
         notes,
     })
 }
