@@ -259,11 +259,13 @@ fn read_log(
             .position(|b| *b == b'\n')
             .map_or(bytes.len(), |i| i + 1);
     }
-    let to = bytes
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(from, |i| i + 1)
-        .max(from);
+    let to = match bytes[from..].iter().rposition(|b| *b == b'\n') {
+        Some(i) => from + i + 1,
+        // A full read without a newline: one line longer than the read, skipped, or the
+        // agent would read the same bytes every sample.
+        None if bytes.len() as u64 >= TAIL => bytes.len(),
+        None => from,
+    };
     let body = &bytes[from..to];
     kept.offset = start + to as u64;
     kept.bytes += body.len() as u64;
@@ -692,6 +694,24 @@ mod tests {
         // Doctor (no cache) reads the tail afresh.
         let l = read_log(&p, None, Some(0), now).unwrap();
         assert_eq!(names(&l), ["crash"]);
+    }
+
+    /// A line longer than a whole read is skipped, not read again every sample.
+    #[test]
+    fn a_line_longer_than_a_read_is_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("error.log");
+        write(&p, READY);
+        let cache = ErrorLogCache::default();
+        read_log(&p, Some(&cache), Some(0), 0).unwrap();
+        append(&p, &"x".repeat(TAIL as usize + 10));
+        append(&p, &format!("\n{CRASH}"));
+        let mut names = Vec::new();
+        for _ in 0..3 {
+            let l = read_log(&p, Some(&cache), Some(0), 0).unwrap();
+            names = l.events.iter().map(|e| e.kind.name()).collect::<Vec<_>>();
+        }
+        assert_eq!(names, ["ready", "crash"]);
     }
 
     /// A log larger than the tail: only its last 4 MiB, from a whole line; a FIFO or directory
