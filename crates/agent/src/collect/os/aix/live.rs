@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use perfstat_sys::{PartitionTotal, PerfstatError, perfstat_memory_page_t};
+use perfstat_sys::{PartitionTotal, PerfstatError, perfstat_memory_page_t, perfstat_process_t};
 use powerdiag_rules::{CollectorRun, OsFacts};
 
 use super::{
@@ -33,6 +33,9 @@ pub(crate) struct Window {
     before: Option<PartitionTotal>,
     /// `perfstat_memory_total` when the window opened (the paging-space counters).
     memory_before: Option<perfstat_sys::perfstat_memory_total_t>,
+    /// mariadbd's `perfstat_process` when the window opened (its CPU time over the window);
+    /// `None` without a window or without mariadbd.
+    process_before: Option<Result<perfstat_process_t, CollectError>>,
     selection: Selection,
 }
 
@@ -45,14 +48,23 @@ impl Window {
         selection: &Selection,
     ) -> Window {
         let live = roots.is_live();
+        let started = Instant::now();
+        let process = if live {
+            crate::collect::os::find::find(roots, server, by_name)
+        } else {
+            Err(CollectError::skipped(NOT_LIVE))
+        };
+        let process_before = match &process {
+            Ok(f) if live && !window.is_zero() => {
+                Some(perfstat_sys::process(u64::from(f.pid)).map_err(library("perfstat_process")))
+            }
+            _ => None,
+        };
         Window {
             roots: roots.clone(),
-            started: Instant::now(),
-            process: if live {
-                crate::collect::os::find::find(roots, server, by_name)
-            } else {
-                Err(CollectError::skipped(NOT_LIVE))
-            },
+            started,
+            process,
+            process_before,
             server_dirs: crate::collect::os::find::server_dirs(server),
             before: if live && !window.is_zero() {
                 perfstat_sys::partition_total().ok()
@@ -85,8 +97,16 @@ impl Window {
         if let Some(rest) = min_window.checked_sub(self.started.elapsed()) {
             std::thread::sleep(rest);
         }
+        let window_secs = self.started.elapsed().as_secs_f64();
+        // mariadbd's closing perfstat_process reading first, before the other calls and the
+        // commands, so that its CPU time covers the window and no more.
+        let mariadbd = self.process.map(|f| {
+            let perfstat =
+                perfstat_sys::process(u64::from(f.pid)).map_err(library("perfstat_process"));
+            (f, perfstat)
+        });
         let raw = Raw {
-            window_secs: self.started.elapsed().as_secs_f64(),
+            window_secs,
             before: self.before,
             now: perfstat_sys::partition_total().map_err(library("perfstat_partition_total")),
             config: perfstat_sys::partition_config().map_err(library("perfstat_partition_config")),
@@ -100,7 +120,8 @@ impl Window {
                     message: "dscrctl -q printed no os_default_pd".to_owned(),
                 })
             }),
-            process: self.process.map(|f| process(f.pid, f.by.to_owned())),
+            process: mariadbd.map(|(f, perfstat)| process(f.pid, f.by.to_owned(), perfstat)),
+            process_before: self.process_before,
             storage: self.server_dirs.map(|dirs| {
                 dirs.into_iter()
                     .map(|(role, path)| RawDir {
@@ -135,11 +156,16 @@ fn by_name() -> Result<Vec<u32>, CollectError> {
     Ok(ps::pids_named(&out, &NAMES))
 }
 
-fn process(pid: u32, found_by: String) -> RawProcess {
+/// `perfstat`: its `perfstat_process` reading, taken when the window closed.
+fn process(
+    pid: u32,
+    found_by: String,
+    perfstat: Result<perfstat_process_t, CollectError>,
+) -> RawProcess {
     RawProcess {
         pid,
         found_by,
-        perfstat: perfstat_sys::process(u64::from(pid)).map_err(library("perfstat_process")),
+        perfstat,
         page_sizes: ps::run(ps::PS, &ps::page_size_args(pid), ps::TIMEOUT)
             .and_then(|out| ps::parse_page_sizes(&out, pid)),
         ldr_cntrl: ps::run(ps::PS, &ps::environment_args(pid), ps::TIMEOUT)

@@ -14,7 +14,7 @@
 //! | `LDR_CNTRL` | `ps eww PID` (environment after the arguments) |
 //! | loaded modules (compiler, allocator) | `procldd PID` |
 //! | DSCR default | `dscrctl -q` (`os_default_pd`) |
-//! | a server directory's filesystem, size and free space | `df -P -k DIR` (POSIX format) |
+//! | a server directory's filesystem, size, free space and inodes | `df -k DIR` (AIX's default format, with `Iused` and `%Iused`) |
 //!
 //! Every command runs with an absolute path, `LC_ALL=C`, no stdin and a deadline
 //! ([`TIMEOUT`]); its output is parsed here by pure functions, tested on every platform with
@@ -35,8 +35,8 @@ pub(crate) const PS: &str = "/usr/bin/ps";
 pub(crate) const PROCLDD: &str = "/usr/bin/procldd";
 /// AIX `dscrctl`: the Data Stream Control Register settings.
 pub(crate) const DSCRCTL: &str = "/usr/sbin/dscrctl";
-/// AIX `df`: `-P` prints the POSIX portable format (one line per filesystem), `-k` 1024-byte
-/// blocks. It runs `statvfs` on the directory, as the Linux collector does, and names the
+/// AIX `df`: `-k` 1024-byte blocks, in the default format (not `-P`, whose POSIX columns have
+/// no inodes). It runs `statvfs` on the directory, as the Linux collector does, and names the
 /// mount and its logical volume, which `statvfs` alone does not.
 pub(crate) const DF: &str = "/usr/bin/df";
 /// Longest a command may run before it is killed.
@@ -292,45 +292,121 @@ pub(crate) fn parse_dscr(out: &str) -> Option<u64> {
     })
 }
 
-/// `df` arguments for one directory (its filesystem's line only).
+/// `df` arguments for one directory (its filesystem's line only): the default (not `-P`)
+/// format, whose `Iused` and `%Iused` columns are the only inode figures AIX's `df` prints.
 pub(crate) fn df_args(dir: &str) -> Vec<String> {
-    vec!["-P".into(), "-k".into(), dir.into()]
+    vec!["-k".into(), dir.into()]
 }
 
-/// One filesystem from `df -P -k`.
+/// One filesystem from `df -k DIR`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DfRow {
     /// The device (`/dev/fslv00`, a logical volume) or remote name (`host:/export`).
     pub(crate) device: String,
     pub(crate) total_kb: u64,
+    /// The `Free` column.
     pub(crate) available_kb: u64,
+    /// Inodes derived from `Iused` and `%Iused`; `None` when `df` printed `-` or nothing for
+    /// them (NFS and other remote filesystems), or `%Iused` is 0 (no total can be derived).
+    pub(crate) inodes: Option<Inodes>,
     pub(crate) mount_point: String,
 }
 
-/// The filesystem line of `df -P -k DIR`: `Filesystem 1024-blocks Used Available Capacity
-/// Mounted on`, the mount point being the rest of the line (it may hold spaces). A header
-/// and a filesystem line are expected; `-` in a number column (a filesystem without sizes,
-/// e.g. `/proc`) is an error naming it.
+/// A filesystem's inodes as AIX `df` lets them be derived.
+///
+/// `df` prints the inodes in use (`Iused`) and their share (`%Iused`), not the total, so the
+/// total is derived: `round(Iused × 100 / %Iused)`. `%Iused` is a rounded whole percentage,
+/// so the derived total is approximate: the free share `available / total` it gives is
+/// within ±0.5 percentage points of the true one (the rounding of `%Iused`), whatever the
+/// filesystem's size. Enough for limits of a few percent (PD807), not for exact counts.
+///
+/// JFS2 (the usual AIX filesystem) allocates inodes dynamically from free space: its
+/// `%Iused` is measured against the inodes the free space could still hold, so on JFS2
+/// running out of inodes goes with running out of space (PD801), and the inode figures add
+/// little beyond the space. JFS (JFS1) has a fixed inode count set at `crfs` time, like ext4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Inodes {
+    /// `Iused`.
+    pub(crate) used: u64,
+    /// `round(Iused × 100 / %Iused)` (approximate, see above).
+    pub(crate) total: u64,
+    /// `total - used`.
+    pub(crate) available: u64,
+}
+
+impl Inodes {
+    /// From `Iused` and `%Iused` (`None` when `%Iused` is 0: nothing to divide by).
+    pub(crate) fn derive(used: u64, used_pct: u64) -> Option<Inodes> {
+        if used_pct == 0 {
+            return None;
+        }
+        // Rounded to nearest: (used × 100 + pct / 2) / pct, in integers (no f64 precision
+        // loss on large counts).
+        let total = u128::from(used)
+            .checked_mul(100)?
+            .checked_add(u128::from(used_pct / 2))?
+            / u128::from(used_pct);
+        let total = u64::try_from(total).ok()?.max(used);
+        Some(Inodes {
+            used,
+            total,
+            available: total - used,
+        })
+    }
+}
+
+/// The filesystem line of `df -k DIR` in AIX's default format:
+///
+/// ```text
+/// Filesystem    1024-blocks      Free %Used    Iused %Iused Mounted on
+/// /dev/fslv00     104857600   3145728   98%    41210     6% /var/lib/mysql
+/// ```
+///
+/// The mount point is the rest of the line (it may hold spaces). The header line is skipped
+/// when present; a device name alone on its line (as a long name may be printed) is joined
+/// with the next line. `Iused` and `%Iused` may be `-` or missing (NFS and other remote
+/// filesystems): the row then has no inodes. `-` in a size column (a filesystem without
+/// sizes, e.g. `/proc`) and a line with columns missing are errors naming `df` and the line.
 pub(crate) fn parse_df(out: &str) -> Result<DfRow, CollectError> {
     let fail = |m: String| command_error(DF, m);
-    let line = out
+    let mut lines = out
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("Filesystem"))
+        .filter(|l| !l.is_empty() && !l.starts_with("Filesystem"));
+    let first = lines
+        .next()
         .ok_or_else(|| fail("df printed no filesystem line".to_owned()))?;
-    let mut rest = line;
-    let mut cols = Vec::with_capacity(5);
-    for _ in 0..5 {
+    let joined;
+    let line = if first.split_whitespace().nth(1).is_none() {
+        match lines.next() {
+            Some(next) => {
+                joined = format!("{first} {next}");
+                joined.as_str()
+            }
+            None => first,
+        }
+    } else {
+        first
+    };
+    let missing = || {
+        fail(format!(
+            "df: expected 7 columns (Filesystem 1024-blocks Free %Used Iused %Iused Mounted on) in {line:?}"
+        ))
+    };
+    // Splits off the next whitespace-delimited column.
+    let next = |rest: &str| -> Option<(String, String)> {
         let t = rest.trim_start();
         let end = t.find(char::is_whitespace).unwrap_or(t.len());
-        cols.push(&t[..end]);
-        rest = &t[end..];
+        (end > 0).then(|| (t[..end].to_owned(), t[end..].to_owned()))
+    };
+    let mut rest = line.to_owned();
+    let mut cols = Vec::with_capacity(4);
+    for _ in 0..4 {
+        let (col, r) = next(&rest).ok_or_else(missing)?;
+        cols.push(col);
+        rest = r;
     }
-    let mount_point = rest.trim();
-    if cols.iter().any(|c| c.is_empty()) || mount_point.is_empty() {
-        return Err(fail(format!("df: expected 6 columns in {line:?}")));
-    }
-    let n = |i: usize| {
+    let size = |i: usize| {
         cols[i].parse::<u64>().map_err(|_| {
             fail(format!(
                 "df: `{}` is not a size in {line:?} ({} reports no sizes)",
@@ -338,10 +414,35 @@ pub(crate) fn parse_df(out: &str) -> Result<DfRow, CollectError> {
             ))
         })
     };
+    let (total_kb, available_kb) = (size(1)?, size(2)?);
+    // `Iused` and `%Iused`: numbers, `-`, or absent (a remote filesystem printing blanks; the
+    // mount point, an absolute path, cannot be mistaken for them).
+    let is_count = |s: &str| s == "-" || (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    let is_pct = |s: &str| {
+        s == "-"
+            || s.strip_suffix('%')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut inodes = None;
+    if let Some((iused, r)) = next(&rest).filter(|(c, _)| is_count(c)) {
+        let (ipct, r) = next(&r).filter(|(c, _)| is_pct(c)).ok_or_else(missing)?;
+        rest = r;
+        if let (Ok(used), Ok(pct)) = (
+            iused.parse::<u64>(),
+            ipct.trim_end_matches('%').parse::<u64>(),
+        ) {
+            inodes = Inodes::derive(used, pct);
+        }
+    }
+    let mount_point = rest.trim();
+    if mount_point.is_empty() {
+        return Err(missing());
+    }
     Ok(DfRow {
-        device: cols[0].to_owned(),
-        total_kb: n(1)?,
-        available_kb: n(3)?,
+        device: cols[0].clone(),
+        total_kb,
+        available_kb,
+        inodes,
         mount_point: mount_point.to_owned(),
     })
 }
@@ -374,7 +475,7 @@ mod tests {
         assert_eq!(line(DSCRCTL, vec!["-q".into()]), "/usr/sbin/dscrctl -q");
         assert_eq!(
             line(DF, df_args("/data/mariadb/")),
-            "/usr/bin/df -P -k /data/mariadb/"
+            "/usr/bin/df -k /data/mariadb/"
         );
     }
 
@@ -427,39 +528,169 @@ mod tests {
         assert!(err.contains("`big`"), "{err}");
     }
 
+    const DF_HEADER: &str =
+        "Filesystem    1024-blocks      Free %Used    Iused %Iused Mounted on\n";
+
+    /// IBM's example for `df -k /test`, and a JFS2 datadir.
     #[test]
-    fn df_posix_lines() {
-        let out = "Filesystem    1024-blocks      Used Available Capacity Mounted on\n/dev/fslv00     104857600  52428800  52428800      50% /var/lib/mysql\n";
+    fn df_jfs2_line() {
+        let out = format!(
+            "{DF_HEADER}/dev/lv11           16384     15824    4%       18     1% /tmp/ravi1\n"
+        );
         assert_eq!(
-            parse_df(out),
+            parse_df(&out),
             Ok(DfRow {
-                device: "/dev/fslv00".into(),
-                total_kb: 104_857_600,
-                available_kb: 52_428_800,
-                mount_point: "/var/lib/mysql".into(),
+                device: "/dev/lv11".into(),
+                total_kb: 16_384,
+                available_kb: 15_824,
+                inodes: Some(Inodes {
+                    used: 18,
+                    total: 1_800,
+                    available: 1_782,
+                }),
+                mount_point: "/tmp/ravi1".into(),
             })
         );
-        // A mount point with a space, and an NFS export.
-        let out = "Filesystem 1024-blocks Used Available Capacity Mounted on\nnas1:/exp/db 2048 1024 1024 50% /db data\n";
-        let row = parse_df(out).unwrap();
-        assert_eq!(
-            (row.device.as_str(), row.mount_point.as_str()),
-            ("nas1:/exp/db", "/db data")
+        let out = format!(
+            "{DF_HEADER}/dev/fslv00     104857600   3145728   98%   412107     7% /var/lib/mysql\n"
         );
-        let err = parse_df(
-            "Filesystem 1024-blocks Used Available Capacity Mounted on\n/proc - - - - /proc\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("/proc reports no sizes"), "{err}");
+        let row = parse_df(&out).unwrap();
+        assert_eq!(
+            (
+                row.device.as_str(),
+                row.total_kb,
+                row.available_kb,
+                row.mount_point.as_str()
+            ),
+            ("/dev/fslv00", 104_857_600, 3_145_728, "/var/lib/mysql")
+        );
+        // round(412107 × 100 / 7) = 5887243 (5887242.86).
+        assert_eq!(
+            row.inodes,
+            Some(Inodes {
+                used: 412_107,
+                total: 5_887_243,
+                available: 5_475_136,
+            })
+        );
+        // Without the header.
+        let row = parse_df("/dev/hd3 4194304 3145728 25% 120 1% /tmp\n").unwrap();
+        assert_eq!(row.inodes.map(|i| i.total), Some(12_000));
+    }
+
+    #[test]
+    fn df_nfs_line_has_no_inodes() {
+        let out =
+            format!("{DF_HEADER}nas1:/export/db   2097152   1048576   50%        -      - /db\n");
+        assert_eq!(
+            parse_df(&out),
+            Ok(DfRow {
+                device: "nas1:/export/db".into(),
+                total_kb: 2_097_152,
+                available_kb: 1_048_576,
+                inodes: None,
+                mount_point: "/db".into(),
+            })
+        );
+        // Blanks instead of `-`: the mount point follows %Used.
+        let row = parse_df(&format!(
+            "{DF_HEADER}nas1:/export/db 2097152 1048576 50% /db\n"
+        ))
+        .unwrap();
+        assert_eq!((row.inodes, row.mount_point.as_str()), (None, "/db"));
+    }
+
+    #[test]
+    fn df_iused_share_zero_gives_no_inodes() {
+        let row = parse_df(&format!(
+            "{DF_HEADER}/dev/fslv02 1048576 1048000 1% 4 0% /data2\n"
+        ))
+        .unwrap();
+        assert_eq!((row.inodes, row.mount_point.as_str()), (None, "/data2"));
+        assert_eq!(Inodes::derive(4, 0), None);
+        // A full inode table: nothing available.
+        assert_eq!(
+            Inodes::derive(500, 100),
+            Some(Inodes {
+                used: 500,
+                total: 500,
+                available: 0
+            })
+        );
+        // Rounded to nearest: 10 × 100 / 3 = 333.3 → 333; 20 × 100 / 3 = 666.7 → 667.
+        assert_eq!(Inodes::derive(10, 3).map(|i| i.total), Some(333));
+        assert_eq!(Inodes::derive(20, 3).map(|i| i.total), Some(667));
+        // Counts near u64::MAX do not overflow the intermediate product.
+        assert_eq!(
+            Inodes::derive(u64::MAX / 2, 100).map(|i| i.available),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn df_mount_point_with_a_space() {
+        let row = parse_df(&format!(
+            "{DF_HEADER}/dev/fslv03 2048 1024 50% 30 2% /db data\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            (
+                row.device.as_str(),
+                row.mount_point.as_str(),
+                row.inodes.map(|i| i.total)
+            ),
+            ("/dev/fslv03", "/db data", Some(1_500))
+        );
+        // A device name alone on its line is joined with the next.
+        let row = parse_df(&format!(
+            "{DF_HEADER}/dev/a_very_long_logical_volume_name\n  2048 1024 50% 30 2% /db\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            (row.device.as_str(), row.total_kb, row.mount_point.as_str()),
+            ("/dev/a_very_long_logical_volume_name", 2_048, "/db")
+        );
+    }
+
+    #[test]
+    fn df_garbage_is_an_error_naming_df_and_the_line() {
+        let err = parse_df(&format!("{DF_HEADER}/proc - - - - - /proc\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("df") && err.contains("/proc reports no sizes"),
+            "{err}"
+        );
         assert!(
             parse_df("")
                 .unwrap_err()
                 .to_string()
                 .contains("no filesystem line")
         );
-        let err = parse_df("/dev/hd4 100 50\n").unwrap_err().to_string();
-        assert!(err.contains("expected 6 columns"), "{err}");
+        assert!(
+            parse_df(DF_HEADER)
+                .unwrap_err()
+                .to_string()
+                .contains("no filesystem line")
+        );
+        for line in [
+            "/dev/hd4 100 50\n",
+            "/dev/hd4 100 50 50%\n",
+            "/dev/hd4 100 50 50% 18\n",
+            "/dev/hd4 100 50 50% 18 1%\n",
+            "/dev/hd4 100 50 50% 18 x% /\n",
+            "garbage\n",
+        ] {
+            let err = parse_df(line).unwrap_err().to_string();
+            assert!(
+                err.contains("df: expected 7 columns") && err.contains(line.trim()),
+                "{line:?}: {err}"
+            );
+        }
+        let err = parse_df("/dev/hd4 lots 50 50% 18 1% /\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`lots` is not a size"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use perfstat_sys::{
 };
 use powerdiag_rules::{
     Allocator, CollectorRun, Compiler, CpuFacts, CpuSaturation, CpuTime, Filesystem, Gathered,
-    MemoryFacts, OsFacts, PartitionFacts, ProcessFacts, SwapActivity,
+    MemoryFacts, OsFacts, PartitionFacts, ProcessCpu, ProcessFacts, SwapActivity,
 };
 
 use super::ps::{self, PageSizes};
@@ -49,12 +49,17 @@ pub(crate) struct Raw {
     /// `os_default_pd` from `dscrctl -q`.
     pub(crate) dscr: Read<u64>,
     pub(crate) process: Read<RawProcess>,
-    /// The server's directories and their `df -P -k` output, or why there are none (not
+    /// The server's directories and their `df -k` output, or why there are none (not
     /// connected, a remote server): the reason of an unavailable `storage` section.
     pub(crate) storage: Read<Vec<RawDir>>,
+    /// mariadbd's `perfstat_process` when the window opened (its CPU time over the window;
+    /// the closing reading is [`RawProcess::perfstat`]): `None` when no window was opened
+    /// (`--sample-window 0`, mariadbd not found, not the live system), else the reading or
+    /// why it failed.
+    pub(crate) process_before: Option<Read<perfstat_process_t>>,
 }
 
-/// One server directory (`datadir`, `tmpdir`, ...) and what `df -P -k` printed for it.
+/// One server directory (`datadir`, `tmpdir`, ...) and what `df -k` printed for it.
 #[derive(Debug, Clone)]
 pub(crate) struct RawDir {
     pub(crate) role: String,
@@ -150,8 +155,10 @@ fn section<T>(
 }
 
 /// The filesystems under the server's directories, one entry per mount point with the roles
-/// it holds, as the Linux collector groups them: size and free space from `df -P -k` (1024-byte
-/// blocks); a directory `df` could not read is its own entry with the reason.
+/// it holds, as the Linux collector groups them: size and free space from `df -k` (1024-byte
+/// blocks), inodes derived from its `Iused` and `%Iused` (approximate: see [`ps::Inodes`];
+/// none for a remote filesystem or `%Iused` 0); a directory `df` could not read is its own
+/// entry with the reason.
 fn storage(raw: &Raw) -> Read<Vec<Filesystem>> {
     let dirs = raw.storage.as_ref().map_err(Clone::clone)?;
     let mut by_mount: Vec<(String, Filesystem)> = Vec::new();
@@ -180,6 +187,8 @@ fn storage(raw: &Raw) -> Read<Vec<Filesystem>> {
                 fs.device = Some(r.device);
                 fs.total_bytes = r.total_kb.saturating_mul(1024);
                 fs.available_bytes = r.available_kb.saturating_mul(1024);
+                fs.inodes_total = r.inodes.map(|i| i.total);
+                fs.inodes_available = r.inodes.map(|i| i.available);
             }
             Err(e) => fs.space_unread = Some(e.to_string()),
         }
@@ -306,24 +315,98 @@ fn text(name: &[core::ffi::c_char]) -> Option<String> {
 /// `perfstat_cpu_total.loadavg` is fixed point with this many fraction bits (`SBITS`).
 const LOADAVG_SHIFT: u32 = 16;
 
-/// The load averages against the online CPUs. AIX has no CPU pressure figures, and the one
-/// `perfstat_process` reading gives no CPU time over the window: both are named.
+/// The load averages against the online CPUs, and mariadbd's CPU time over the window from
+/// two `perfstat_process` readings. AIX has no CPU pressure figures: named.
 fn saturation(raw: &Raw, online_cpus: Option<u32>) -> Read<CpuSaturation> {
     let c = raw.cpu_total.as_ref().map_err(Clone::clone)?;
     let load = c
         .loadavg
         .map(|v| v as f64 / f64::from(1u32 << LOADAVG_SHIFT));
+    let (process, process_unread) = match process_cpu(raw, online_cpus) {
+        Ok(p) => (Some(p), None),
+        Err(why) => (None, Some(why)),
+    };
     Ok(CpuSaturation {
         online_cpus,
         procs_running: None,
         load: Some(load),
         pressure: None,
         pressure_unread: Some("AIX has no CPU pressure (PSI) figures".into()),
-        process: None,
-        process_unread: Some(
-            "mariadbd's CPU time over the window is not read on AIX yet (one perfstat_process reading)"
+        process,
+        process_unread,
+    })
+}
+
+/// `perfstat_process`'s CPU times are counted in milliseconds.
+const PROCESS_CPU_MS_PER_SECOND: u64 = 1000;
+
+/// mariadbd's user + system CPU time over the window, against the online logical CPUs, or
+/// why it was not measured.
+///
+/// `perfstat_process_t.ucpu_time` and `scpu_time` are doubles whose unit depends on the call:
+/// IBM documents them as "User/System mode CPU time is in percentage or milliseconds based on
+/// whether it is filled by perfstat_process_util or perfstat_process respectively". The
+/// collector calls `perfstat_process` (perfstat-sys `process`), so they are cumulative
+/// milliseconds since the process started (perfstat-sys's `include/perfstat.h`: "ms from
+/// perfstat_process"); their difference over the window is the CPU time used in it, counted
+/// here as ticks of 1 ms.
+///
+/// AIX has no cgroups and the collector reads no affinity (`bindprocessor`, WLM, RSETs), so
+/// the CPUs it may use are the online logical CPUs (`cpu.threads`).
+fn process_cpu(raw: &Raw, online: Option<u32>) -> Result<ProcessCpu, String> {
+    let p = raw.process.as_ref().map_err(ToString::to_string)?;
+    let Some(before) = &raw.process_before else {
+        return Err(
+            "no window (--sample-window 0): doctor --sample-window or the agent's [sample] window measures it, from a perfstat_process reading at each end"
                 .into(),
-        ),
+        );
+    };
+    let before = before.as_ref().map_err(|e| {
+        format!("mariadbd's perfstat_process reading at the window's start failed: {e}")
+    })?;
+    let now = p.perfstat.as_ref().map_err(|e| {
+        format!("mariadbd's perfstat_process reading at the window's end failed: {e}")
+    })?;
+    let secs = raw.window_secs;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!(
+            "no window: its length is {secs} s (doctor --sample-window or the agent's [sample] window measures it)"
+        ));
+    }
+    if before.pid != now.pid {
+        return Err(format!(
+            "the perfstat_process readings are of two processes (pid {} at the window's start, {} at its end): mariadbd restarted during the window",
+            before.pid, now.pid
+        ));
+    }
+    let cpu_ms = |r: &perfstat_process_t| {
+        let ms = r.ucpu_time + r.scpu_time;
+        (ms.is_finite() && ms >= 0.0).then_some(ms)
+    };
+    let (Some(a), Some(b)) = (cpu_ms(before), cpu_ms(now)) else {
+        return Err(format!(
+            "perfstat_process gave no usable CPU time (ucpu_time + scpu_time: {} ms at the window's start, {} ms at its end)",
+            before.ucpu_time + before.scpu_time,
+            now.ucpu_time + now.scpu_time
+        ));
+    };
+    if b < a {
+        return Err(format!(
+            "mariadbd's CPU time went backwards over the window ({a:.0} ms at the start, {b:.0} ms at the end): restarted under the same pid?"
+        ));
+    }
+    let Some(allowed) = online.filter(|n| *n > 0) else {
+        return Err("the online logical CPUs are unknown".into());
+    };
+    Ok(ProcessCpu {
+        basis: format!("window {secs:.2} s"),
+        window_seconds: secs,
+        // Whole milliseconds: `as` saturates, and the difference is finite and ≥ 0.
+        ticks: (b - a).round() as u64,
+        ticks_per_second: PROCESS_CPU_MS_PER_SECOND,
+        allowed_cpus: f64::from(allowed),
+        allowed_by: "online logical CPUs".into(),
+        cgroup: None,
     })
 }
 

@@ -1,5 +1,7 @@
 //! Data-driven tests: each directory under `tests/fixtures/aix` holds raw perfstat values
-//! (`perfstat.txt`, `field = value`; `dir.<role> = path` for the server's directories) and the
+//! (`perfstat.txt`, `field = value`; `dir.<role> = path` for the server's directories;
+//! `process.` for mariadbd's `perfstat_process` at both ends of the window, `process_before.`
+//! for its reading when the window opened only) and the
 //! output of the commands in `ps.rs` (`<command>.out`, or `<command>.err` for a failed run;
 //! `df-<role>.out` per directory); the facts and verdicts they give are insta snapshots
 //! in `tests/fixtures/aix/snapshots/`. The raw values
@@ -154,7 +156,9 @@ fn set_page(p: &mut perfstat_memory_page_t, key: &str, value: &str) -> Result<()
 fn set_process(p: &mut perfstat_process_t, key: &str, value: &str) -> Result<(), CollectError> {
     match key {
         "proc_name" => set_text(&mut p.proc_name, value),
-        _ => numbers!(p, key, value; pid, num_threads, real_inuse, pgsp_inuse),
+        _ => {
+            numbers!(p, key, value; pid, num_threads, real_inuse, pgsp_inuse, ucpu_time, scpu_time)
+        }
     }
     Ok(())
 }
@@ -203,6 +207,8 @@ fn load_raw(dir: &Path) -> Result<Raw, CollectError> {
     let mut config = perfstat_partition_config_t::default();
     let mut cpu_total = perfstat_cpu_total_t::default();
     let mut process = perfstat_process_t::default();
+    // `process_before.` lines, applied over `process.` after the loop (any order in the file).
+    let mut process_before_lines: Vec<(String, String)> = Vec::new();
     let mut pages: BTreeMap<u64, perfstat_memory_page_t> = BTreeMap::new();
     let mut memory_before = perfstat_memory_total_t::default();
     let mut memory_now = perfstat_memory_total_t::default();
@@ -249,6 +255,7 @@ fn load_raw(dir: &Path) -> Result<Raw, CollectError> {
             "config" => set_config(&mut config, field, &value)?,
             "cpu_total" => set_cpu_total(&mut cpu_total, field, &value)?,
             "process" => set_process(&mut process, field, &value)?,
+            "process_before" => process_before_lines.push((field.to_owned(), value)),
             "memory" => {
                 has_memory = true;
                 set_memory(&mut memory_before, field, &value)?;
@@ -274,6 +281,24 @@ fn load_raw(dir: &Path) -> Result<Raw, CollectError> {
     }
     let failed = |name: &'static str| errors.get(name).map(|e| lib(name, e));
     let pid = pid.ok_or_else(|| fixture("no pid".into()))?;
+    // mariadbd's reading when the window opened: none without a window; a windowed fixture
+    // without `process_before.` lines did not capture it.
+    let process_before = if !has_before {
+        None
+    } else if let Some(e) = errors.get("process_before") {
+        Some(Err(lib("perfstat_process", e)))
+    } else if process_before_lines.is_empty() {
+        Some(Err(lib(
+            "perfstat_process",
+            "perfstat_process at the window's start: not captured in this fixture",
+        )))
+    } else {
+        let mut b = process;
+        for (field, value) in &process_before_lines {
+            set_process(&mut b, field, value)?;
+        }
+        Some(Ok(b))
+    };
     Ok(Raw {
         window_secs: secs,
         before: has_before.then_some(PartitionTotal {
@@ -325,6 +350,7 @@ fn load_raw(dir: &Path) -> Result<Raw, CollectError> {
                 })
                 .collect())
         },
+        process_before,
     })
 }
 
@@ -513,17 +539,18 @@ fn raw_with(now: Result<PartitionTotal, &str>) -> Raw {
         storage: Err(CollectError::skipped(
             "unavailable: no server connected, so its directories are unknown",
         )),
+        process_before: None,
     }
 }
 
-/// `df -P -k` per server directory: grouped by mount point like the Linux collector, a
-/// directory df could not read is its own entry with the reason, and no disk busy time is
-/// claimed.
+/// `df -k` per server directory: grouped by mount point like the Linux collector, inodes
+/// derived from `Iused` and `%Iused`, a directory df could not read is its own entry with the
+/// reason, and no disk busy time is claimed.
 #[test]
 fn storage_from_df_per_directory() {
     let df = |line: &str| {
         Ok(format!(
-            "Filesystem    1024-blocks      Used Available Capacity Mounted on\n{line}\n"
+            "Filesystem    1024-blocks      Free %Used    Iused %Iused Mounted on\n{line}\n"
         ))
     };
     let dir = |role: &str, path: &str, out: Result<String, &str>| RawDir {
@@ -539,29 +566,34 @@ fn storage_from_df_per_directory() {
         dir(
             "datadir",
             "/data/mariadb/",
-            df("/dev/fslv01 209715200 203423744 6291456 98% /data"),
+            df("/dev/fslv01 209715200 6291456 98% 96000 3% /data"),
         ),
         dir(
             "tmpdir",
             "/tmp",
-            df("/dev/hd3 4194304 1048576 3145728 25% /tmp"),
+            df("/dev/hd3 4194304 3145728 25% 88 0% /tmp"),
         ),
         dir(
             "innodb_log_group_home_dir",
             "/data/mariadb/",
-            df("/dev/fslv01 209715200 203423744 6291456 98% /data"),
+            df("/dev/fslv01 209715200 6291456 98% 96000 3% /data"),
+        ),
+        dir(
+            "log_bin",
+            "/nfs/aria",
+            df("nas1:/export/aria 1048576 524288 50% - - /nfs/aria"),
         ),
         dir(
             "aria_log_dir_path",
             "/gone",
             Err(
-                "/usr/bin/df -P -k /gone: exit status: 1: df: /gone: A file or directory in the path name does not exist.",
+                "/usr/bin/df -k /gone: exit status: 1: df: /gone: A file or directory in the path name does not exist.",
             ),
         ),
     ]);
     let (o, runs) = collect(&raw, &Selection::defaults());
     let fs = o.storage.as_ref().unwrap();
-    assert_eq!(fs.len(), 3, "{fs:?}");
+    assert_eq!(fs.len(), 4, "{fs:?}");
     assert_eq!(fs[0].roles, ["datadir", "innodb_log_group_home_dir"]);
     assert_eq!(
         (fs[0].mount_point.as_deref(), fs[0].device.as_deref()),
@@ -571,11 +603,21 @@ fn storage_from_df_per_directory() {
         (fs[0].total_bytes, fs[0].available_bytes),
         (209_715_200 * 1024, 6_291_456 * 1024)
     );
+    // round(96000 × 100 / 3) = 3_200_000 inodes, 3_104_000 free (97%, ±0.5 points).
+    assert_eq!(
+        (fs[0].inodes_total, fs[0].inodes_available),
+        (Some(3_200_000), Some(3_104_000))
+    );
     assert_eq!(fs[0].busy_share, None);
     assert_eq!(fs[0].io_unread.as_deref(), Some(NO_DISK_BUSY));
     assert_eq!(fs[1].roles, ["tmpdir"]);
+    // %Iused 0: no total can be derived; NFS prints `-`: none either.
+    assert_eq!((fs[1].inodes_total, fs[1].inodes_available), (None, None));
+    assert_eq!(fs[2].mount_point.as_deref(), Some("/nfs/aria"));
+    assert_eq!((fs[2].inodes_total, fs[2].inodes_available), (None, None));
+    assert_eq!(fs[2].total_bytes, 1_048_576 * 1024);
     assert!(
-        fs[2]
+        fs[3]
             .space_unread
             .as_deref()
             .unwrap()
@@ -736,4 +778,143 @@ fn allocators_from_loaded_modules() {
         module_names("/usr/lib/libc.a[shr_64.o]"),
         ("libc.a", "shr_64.o")
     );
+}
+
+/// A raw window of `secs` with 8 online logical CPUs and mariadbd's two `perfstat_process`
+/// readings: (ucpu_time, scpu_time) in ms at the start (`None`: no window) and at the end.
+fn raw_with_process_cpu(secs: f64, before: Option<(f64, f64)>, now: (f64, f64)) -> Raw {
+    let mut t = total(mask::LPAR_ENABLED | mask::SMT_ENABLED);
+    t.online_lcpus = 8;
+    t.smt_thrds = 4;
+    t.online_cpus = 2;
+    let mut raw = raw_with(Ok(aix71(t)));
+    raw.window_secs = secs;
+    raw.cpu_total = Ok(perfstat_cpu_total_t::default());
+    let reading = |(u, s): (f64, f64)| perfstat_process_t {
+        pid: 8_454_302,
+        ucpu_time: u,
+        scpu_time: s,
+        ..Default::default()
+    };
+    raw.process = Ok(RawProcess {
+        pid: 8_454_302,
+        found_by: "pid_file".into(),
+        perfstat: Ok(reading(now)),
+        page_sizes: Ok(PageSizes::default()),
+        ldr_cntrl: Ok(None),
+        modules: Ok(Vec::new()),
+    });
+    raw.process_before = before.map(|b| Ok(reading(b)));
+    raw
+}
+
+fn saturation_of(raw: &Raw) -> CpuSaturation {
+    match os_facts(raw).saturation {
+        Gathered::Available(s) => s,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Δ(ucpu_time + scpu_time) in ms over the window, against the online logical CPUs.
+#[test]
+fn process_cpu_over_the_window() {
+    // 6 000 ms user + 1 000 ms system over 2 s: 3.5 CPUs of 8.
+    let s = saturation_of(&raw_with_process_cpu(
+        2.0,
+        Some((10_000.0, 2_000.0)),
+        (16_000.0, 3_000.0),
+    ));
+    assert_eq!(s.process_unread, None);
+    let p = s.process.unwrap();
+    assert_eq!(
+        p,
+        ProcessCpu {
+            basis: "window 2.00 s".into(),
+            window_seconds: 2.0,
+            ticks: 7_000,
+            ticks_per_second: 1_000,
+            allowed_cpus: 8.0,
+            allowed_by: "online logical CPUs".into(),
+            cgroup: None,
+        }
+    );
+    assert!((p.cpus_used() - 3.5).abs() < 1e-9, "{}", p.cpus_used());
+    assert_eq!(s.online_cpus, Some(8));
+    // Fractions of a millisecond are rounded.
+    let p = saturation_of(&raw_with_process_cpu(
+        1.0,
+        Some((100.25, 0.5)),
+        (600.5, 100.75),
+    ))
+    .process
+    .unwrap();
+    assert_eq!(p.ticks, 601);
+    // PD806 judges it: 7.6 of 8 CPUs over 10 s (95%) is saturated.
+    let raw = raw_with_process_cpu(10.0, Some((0.0, 0.0)), (70_000.0, 6_000.0));
+    let mut snap = SnapshotBuilder::new().aix().build();
+    snap.os = Gathered::Available(os_facts(&raw));
+    let report = evaluate(&snap);
+    let c = report.checks.iter().find(|c| c.code == "PD806").unwrap();
+    assert_eq!(c.status.as_str(), "fail", "{c:?}");
+}
+
+#[test]
+fn process_cpu_without_a_start_reading_says_why() {
+    // No window (--sample-window 0).
+    let s = saturation_of(&raw_with_process_cpu(0.0, None, (16_000.0, 3_000.0)));
+    assert_eq!(s.process, None);
+    let why = s.process_unread.unwrap();
+    assert!(why.starts_with("no window"), "{why}");
+    // The reading at the window's start failed.
+    let mut raw = raw_with_process_cpu(1.0, None, (16_000.0, 3_000.0));
+    raw.process_before = Some(Err(lib(
+        "perfstat_process",
+        "perfstat_process failed: ESRCH (errno 3)",
+    )));
+    let why = saturation_of(&raw).process_unread.unwrap();
+    assert!(
+        why.contains("reading at the window's start failed") && why.contains("ESRCH"),
+        "{why}"
+    );
+    // The reading at its end failed.
+    let mut raw = raw_with_process_cpu(1.0, Some((1.0, 1.0)), (0.0, 0.0));
+    if let Ok(p) = &mut raw.process {
+        p.perfstat = Err(lib(
+            "perfstat_process",
+            "perfstat_process failed: EINVAL (errno 22)",
+        ));
+    }
+    let why = saturation_of(&raw).process_unread.unwrap();
+    assert!(why.contains("reading at the window's end failed"), "{why}");
+    // mariadbd not found: its reason.
+    let mut raw = raw_with_process_cpu(1.0, None, (0.0, 0.0));
+    raw.process = Err(CollectError::ServerProcess {
+        why: "no mariadbd or mysqld process on this host".into(),
+    });
+    let why = saturation_of(&raw).process_unread.unwrap();
+    assert_eq!(why, "no mariadbd or mysqld process on this host");
+}
+
+#[test]
+fn process_cpu_going_backwards_or_another_pid_says_why() {
+    let s = saturation_of(&raw_with_process_cpu(
+        1.0,
+        Some((16_000.0, 3_000.0)),
+        (100.0, 20.0),
+    ));
+    assert_eq!(s.process, None);
+    let why = s.process_unread.unwrap();
+    assert!(why.contains("went backwards"), "{why}");
+    assert!(why.contains("19000 ms") && why.contains("120 ms"), "{why}");
+    // A reading of another process.
+    let mut raw = raw_with_process_cpu(1.0, Some((1.0, 1.0)), (2.0, 2.0));
+    if let Some(Ok(b)) = &mut raw.process_before {
+        b.pid = 42;
+    }
+    let why = saturation_of(&raw).process_unread.unwrap();
+    assert!(why.contains("pid 42") && why.contains("restarted"), "{why}");
+    // A counter that is not a number.
+    let raw = raw_with_process_cpu(1.0, Some((f64::NAN, 0.0)), (2.0, 2.0));
+    let why = saturation_of(&raw).process_unread.unwrap();
+    assert!(why.contains("no usable CPU time"), "{why}");
 }
