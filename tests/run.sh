@@ -27,7 +27,8 @@
 # +15 (its certificate names another host), nofa118 = +16 and nofa1011 = +23 (default options,
 # tests/it/no_false_alarms.rs runs sysbench on them), lock118 = +24 and lock1011 = +25 (lock
 # queues and deadlocks of tests/it/locks.rs), sat118 = +26 (tests/it/saturation.rs puts it in a
-# CPU-limited cgroup); the packaged agent = +9; +27..+29 are free),
+# CPU-limited cgroup), jrn118 = +27 (logs to a private systemd journal: tests/harness/journald.sh,
+# tests/it/error_log.rs); the packaged agent = +9; +28..+29 are free),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -109,7 +110,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -122,17 +123,18 @@ done
 # The agent installed from the .deb (tests/package.sh) listens on base + 9.
 if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+26; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+27; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118 jrn118)
 cleanup() {
     local rc=$?
     step "stopping test servers"
     trap - EXIT
     for s in "${SERVERS[@]}"; do "$HERE/harness/mariadb.sh" stop "$s" || true; done
     "$HERE/harness/cpu-cgroup.sh" leave sat118 2>/dev/null || true
+    "$HERE/harness/journald.sh" stop "$POWERDIAG_IT_JOURNAL_DIR" 2>/dev/null || true
     umount "$POWERDIAG_IT_DIR/tiny" 2>/dev/null || true
     if [ "${POWERDIAG_IT_KEEP:-0}" = 1 ]; then
         echo "kept $POWERDIAG_IT_DIR" >&2
@@ -145,9 +147,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (ten) and 10.11 (seven) under $POWERDIAG_IT_DIR"
-start_server() { # NAME FLAVOUR OFFSET: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
-    "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
+step "starting MariaDB 11.8 (eleven) and 10.11 (seven) under $POWERDIAG_IT_DIR"
+start_server() { # NAME FLAVOUR OFFSET [WRAPPER...]: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
+    "${@:4}" "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
 }
 START_PIDS=()
@@ -190,6 +192,11 @@ start_server lock1011 10.11 25
 # sat118: owned by tests/it/saturation.rs, which moves it into a CPU-limited cgroup
 # (tests/harness/cpu-cgroup.sh) under sysbench and lifts the limit again.
 start_server sat118 11.8 26
+# jrn118: log_error empty, its stderr in a private systemd journal (journald in a mount namespace
+# of its own, tests/harness/journald.sh); owned by tests/it/error_log.rs, which crashes it.
+export POWERDIAG_IT_JOURNAL_DIR=$POWERDIAG_IT_DIR/journal
+"$HERE/harness/journald.sh" start "$POWERDIAG_IT_JOURNAL_DIR"
+POWERDIAG_IT_LOG=journal start_server jrn118 11.8 27 "$HERE/harness/journald.sh" exec "$POWERDIAG_IT_JOURNAL_DIR"
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

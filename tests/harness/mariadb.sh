@@ -35,7 +35,10 @@ POWERDIAG_IT_USER (OS user mariadbd runs as when started by root; default mysql)
 POWERDIAG_IT_MARIADB_PFS (performance_schema of an 11.8 instance: ON, the default, or OFF;
 10.11: OFF, the default, or ON),
 POWERDIAG_IT_MARIADB_OPTIONS (extra server options for this start, space-separated name=value
-pairs appended to [mysqld], e.g. 'mhnsw_max_cache_size=1M'; a restart must pass them again).
+pairs appended to [mysqld], e.g. 'mhnsw_max_cache_size=1M'; a restart must pass them again),
+POWERDIAG_IT_LOG (`file`, the default: log-error=error.log; `journal`: no log-error, so the
+server logs to stderr, and it is started under systemd-cat, which sends that to the journal —
+run the start inside tests/harness/journald.sh's namespace; a restart must pass it again).
 EOF
 }
 
@@ -179,13 +182,13 @@ write_config() {
             "port=$PORT" \
             "pid-file=$PIDF" \
             "tmpdir=$TMPD" \
-            "log-error=$ERRLOG" \
             "bind-address=127.0.0.1" \
             "skip-name-resolve" \
             "innodb_buffer_pool_size=256M" \
             "performance_schema=$PFS" \
             "local_infile=ON" \
             "max_connections=200"
+        [ "${POWERDIAG_IT_LOG:-file}" = journal ] || printf 'log-error=%s\n' "$ERRLOG"
         local opt
         for opt in ${POWERDIAG_IT_MARIADB_OPTIONS:-}; do
             printf '%s\n' "$opt"
@@ -329,7 +332,14 @@ cmd_start() {
 
     # New session (not killed with the caller's process group), no inherited stdio (a caller that
     # captures our output must see EOF), and the instance lock (fd 8) closed in the child.
-    setsid "$MARIADBD" --defaults-file="$CNF" </dev/null >>"$OUT" 2>&1 8>&- &
+    local launch=()
+    case ${POWERDIAG_IT_LOG:-file} in
+    file) ;;
+    # systemd-cat connects stdout and stderr to the journal, then execs mariadbd (same pid).
+    journal) launch=(systemd-cat --identifier=mariadbd --) ;;
+    *) die "POWERDIAG_IT_LOG must be file or journal (got '$POWERDIAG_IT_LOG')" ;;
+    esac
+    setsid "${launch[@]}" "$MARIADBD" --defaults-file="$CNF" </dev/null >>"$OUT" 2>&1 8>&- &
     pid=$!
     printf '%s\n' "$pid" >"$D/launcher.pid"
     wait_ready "$pid"

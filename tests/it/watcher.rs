@@ -55,6 +55,12 @@ impl Watcher {
 
     /// [`Watcher::start`] with more configuration (TOML tables) after the watcher's own.
     pub(crate) fn start_with(server: &Server, more: &str) -> Watcher {
+        Watcher::start_wrapped(server, more, &[])
+    }
+
+    /// [`Watcher::start_with`], the agent started through `wrapper` (a program and its
+    /// arguments, which then run the agent's command line: tests/harness/journald.sh exec).
+    pub(crate) fn start_wrapped(server: &Server, more: &str, wrapper: &[&str]) -> Watcher {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("agent.toml");
         std::fs::write(
@@ -63,7 +69,15 @@ impl Watcher {
         )
         .unwrap();
         let port = crate::agent::free_port();
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"));
+        let bin = env!("CARGO_BIN_EXE_powerdiag");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = std::process::Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+            None => std::process::Command::new(bin),
+        };
         // Quiet logs: nothing reads the agent's stderr pipe while it runs.
         cmd.env("POWERDIAG_MARIADB_URL", server.root_url())
             .args(["agent", "--log.level", "error", "--web.listen-address"])

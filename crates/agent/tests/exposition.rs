@@ -199,6 +199,26 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
                 },
             ];
         }
+        // The error log's event counts since the agent started (and this start's CRC-32
+        // line, which PD201 judges on 10.6+).
+        if let Gathered::Available(log) = &mut f.error_log {
+            log.events = vec![powerdiag_rules::LogEvent {
+                at: Some(1_762_080_000),
+                kind: powerdiag_rules::LogEventKind::Crc32 {
+                    implementation: "crc32 + pclmulqdq".into(),
+                },
+                line: "2025-11-02 10:40:00 0 [Note] InnoDB: Using crc32 + pclmulqdq instructions"
+                    .into(),
+            }];
+            log.counts = [
+                ("starting", 1),
+                ("crc32", 1),
+                ("ready", 1),
+                ("aborted_connection", 12),
+            ]
+            .map(|(k, n)| (k.to_owned(), n))
+            .into();
+        }
         if let Gathered::Available(v) = &mut f.vector_indexes
             && let Some(first) = v.first().cloned()
         {

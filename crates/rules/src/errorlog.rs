@@ -2,6 +2,8 @@
 //! innodb-flushing-lags). The agent's collector reads the file named by `log_error` and parses
 //! it into these; unknown lines are not kept.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::Gathered;
@@ -22,6 +24,10 @@ pub struct ErrorLog {
     /// Events found but not kept (over the cap).
     #[serde(default)]
     pub dropped: u64,
+    /// Events read per kind ([`LogEventKind::name`]): since the agent started (its metric
+    /// `powerdiag_mariadb_error_log_events_total`), or in what doctor read. Not capped.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
 }
 
 /// The most events a snapshot keeps.

@@ -347,9 +347,10 @@ pub struct ProcessCpu {
     /// What the window was: `window 1.00 s`, or `since the agent's last sample (60.0 s)`.
     pub basis: String,
     pub window_seconds: f64,
-    /// User and system time of all its threads over the window, in clock ticks.
+    /// User and system time of all its threads over the window, in ticks of
+    /// `ticks_per_second` (Linux: USER_HZ clock ticks; AIX: 10 ms clock ticks).
     pub ticks: u64,
-    /// Clock ticks per second (USER_HZ).
+    /// Ticks per second (Linux: USER_HZ; AIX: 100).
     pub ticks_per_second: u64,
     /// The CPUs it may use: the least of the online CPUs, its affinity and its cgroup quota.
     pub allowed_cpus: f64,

@@ -63,6 +63,22 @@ impl Snapshot {
         }
     }
 
+    /// When the snapshot was taken (`taken_at`), or the `insufficient_data` verdict saying it
+    /// is missing or not an RFC 3339 time. Rules read no clock: this is their "now".
+    pub fn taken(&self) -> Result<time::OffsetDateTime, Verdict> {
+        let taken = self.taken_at.as_deref().ok_or_else(|| {
+            Verdict::insufficient("the snapshot has no time it was taken (taken_at)")
+        })?;
+        time::OffsetDateTime::parse(taken, &time::format_description::well_known::Rfc3339).map_err(
+            |_| {
+                Verdict::insufficient(format!(
+                    "the snapshot's taken_at {:?} is not an RFC 3339 time",
+                    crate::display_text(taken, 40)
+                ))
+            },
+        )
+    }
+
     /// The host facts, or the `insufficient_data` verdict explaining their absence.
     pub fn host(&self) -> Result<&HostFacts, Verdict> {
         match &self.host {

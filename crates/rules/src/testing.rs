@@ -73,6 +73,7 @@ impl SnapshotBuilder {
                 covers_from: Some(1_700_000_000),
                 events: Vec::new(),
                 dropped: 0,
+                counts: Default::default(),
             }),
             notes: Vec::new(),
         };

@@ -112,10 +112,12 @@ const LOCKS: &str = "MariaDB reached, PROCESS (the mariadb_locks collector)";
 const BLOCKING: &str = "while a session blocks others (at most 5 series)";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
-const STORAGE_INODES: &str = "a server on this host, live on Linux: per directory role";
+const STORAGE_INODES: &str =
+    "a server on this host, live: per directory role (AIX: derived from df's Iused and %Iused)";
 const PSI: &str = "Linux 4.20+ with PSI: /proc/pressure/cpu read";
 const LOAD: &str = "Linux /proc/loadavg, AIX perfstat_cpu_total read";
 const MARIADBD_CPU: &str = "mariadbd found on this host, live, with a window";
+const ERROR_LOG: &str = "a server on this host whose error log (or journal) was read";
 const STORAGE_IO: &str = "a server on this host, live, with a window and a block device";
 
 catalogue! {
@@ -254,6 +256,8 @@ catalogue! {
         "Memory_used (global)";
     UPTIME: Gauge "powerdiag_mariadb_uptime_seconds" [] unit "seconds" when DB
         "Uptime";
+    ERROR_LOG_EVENTS: Counter "powerdiag_mariadb_error_log_events_total" ["kind"] when ERROR_LOG
+        "Events read in the server's error log (or its journal entries) since the agent started, per kind: starting, ready, shutdown, shutdown_complete, crash, crash_recovery, long_wait, page_cleaner_lag, checkpoint_age, too_many_connections, aborted_connection, crc32, deadlock (PD803, PD804); the agent's first read counts its tail of the log";
 
     STATEMENT_CALLS: Counter "powerdiag_mariadb_statement_calls_total" ["schema", "digest"] when STATEMENTS
         "Statement executions since the agent started, per digest (the busiest of the last interval; digest=\"other\" sums the rest)";

@@ -284,6 +284,12 @@ fn mariadb(b: &mut Builder, s: &Snapshot) {
     if let Gathered::Available(p) = &f.probe {
         probe(b, p);
     }
+    if let Gathered::Available(log) = &f.error_log {
+        b.add(
+            &c::ERROR_LOG_EVENTS,
+            log.counts.iter().map(|(k, n)| ([k.as_str()], *n as f64)),
+        );
+    }
     let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
     for (var, m) in [
         (StatusVar::HandlerReadLast, &c::HANDLER_READ_LAST),

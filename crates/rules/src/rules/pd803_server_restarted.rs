@@ -1,4 +1,3 @@
-use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::{
     ErrorLog, LogEventKind, Limits, Rule, Severity, Snapshot, StatusVar, Threshold, Unit,
@@ -55,11 +54,7 @@ impl Rule for ServerRestarted {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let uptime = s.db()?.status_u64(StatusVar::Uptime)?;
         let window = limits.count(&WINDOW);
-        let now = s
-            .taken_at
-            .as_deref()
-            .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
-            .map(OffsetDateTime::unix_timestamp);
+        let now = s.taken().ok().map(|t| t.unix_timestamp());
         let mut evidence = vec![format!("up {} (Uptime {uptime} s)", format_secs(uptime))];
         let log = s.db()?.error_log.as_ref().ok();
         if let (Some(log), Some(now)) = (log, now) {

@@ -1,4 +1,3 @@
-use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::{
     LogEventKind, Limits, Rule, Snapshot, Threshold, Unit, Verdict, declare_rule, format_secs,
@@ -61,12 +60,7 @@ impl Rule for InnodbFlushingLags {
             }
         };
         let window = limits.count(&WINDOW) as i64;
-        let now = s
-            .taken_at
-            .as_deref()
-            .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
-            .map(OffsetDateTime::unix_timestamp)
-            .ok_or_else(|| Verdict::insufficient("the snapshot has no time it was taken (taken_at)"))?;
+        let now = s.taken()?.unix_timestamp();
         let since = now - window;
         let stalls: Vec<&crate::LogEvent> = log
             .events

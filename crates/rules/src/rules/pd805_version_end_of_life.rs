@@ -1,4 +1,4 @@
-use time::{Date, OffsetDateTime, format_description::well_known::Rfc3339, macros::format_description};
+use time::{Date, macros::format_description};
 
 use crate::{
     Flavour, Limits, Rule, Severity, Snapshot, Threshold, Unit, Verdict, declare_rule,
@@ -79,17 +79,7 @@ impl Rule for VersionEndOfLife {
                 crate::display_text(&v.raw, 80)
             )));
         }
-        let taken = s.taken_at.as_deref().ok_or_else(|| {
-            Verdict::insufficient("the snapshot has no time it was taken (taken_at), so no day to compare the end of life with")
-        })?;
-        let today = OffsetDateTime::parse(taken, &Rfc3339)
-            .map_err(|_| {
-                Verdict::insufficient(format!(
-                    "the snapshot's taken_at {:?} is not an RFC 3339 time",
-                    crate::display_text(taken, 40)
-                ))
-            })?
-            .date();
+        let today = s.taken()?.date();
         let warn = limits.count(&WARN_DAYS) as i64;
         let series = match releases::series(v.major, v.minor) {
             Some(series) => series,

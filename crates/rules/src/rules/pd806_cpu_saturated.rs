@@ -19,7 +19,8 @@ declare_rule! {
     ///   of the CPUs it may use — the least of the online CPUs, its CPU affinity and its
     ///   cgroup's CPU quota (`cpu.max`, or v1's `cpu.cfs_quota_us`, the tightest along its
     ///   cgroup's ancestors). The share is decided on its 95% interval over the window's
-    ///   clock ticks: a short window decides only a clear case. The agent measures from its
+    ///   CPU-time ticks (USER_HZ on Linux, 10 ms on AIX): a short window decides
+    ///   only a clear case. The agent measures from its
     ///   previous sample (up to ten minutes), doctor over `--sample-window`.
     ///
     /// Stolen time (PD403) is named beside it: a hypervisor that takes the CPUs away looks
@@ -235,7 +236,7 @@ fn process_part(p: &ProcessCpu, limit: f64, evidence: &mut Vec<String>) -> Part 
         )),
         Side::Below => Part::Pass,
         Side::Straddles => Part::Unknown(format!(
-            "mariadbd used {} of the CPUs it may use over {:.1} s ({} clock ticks): too few to tell against {}; a longer window decides (doctor --sample-window 10s)",
+            "mariadbd used {} of the CPUs it may use over {:.1} s ({} CPU-time ticks): too few to tell against {}; a longer window decides (doctor --sample-window 10s)",
             pct(share.value),
             p.window_seconds,
             share.events(),

@@ -7,8 +7,11 @@ declare_rule! {
     /// (`statvfs` `f_favail` of `f_files`), and as a warning below {min_free} — the node
     /// mixin's `NodeFilesystemAlmostOutOfFiles` limits (5% warning, 3% critical). A filesystem
     /// that allocates inodes as it needs them (btrfs reports 0) cannot run out this way and is
-    /// passed over, saying so. Only a server on this host; AIX does not read inodes yet
-    /// (`insufficient_data`).
+    /// passed over, saying so. Only a server on this host. On AIX the figures come from
+    /// `df -k`'s `Iused` and `%Iused`: a rounded percentage, so the free share is known within
+    /// about half a point (`%Iused` 0 counts as 99.5% free, its lower bound); JFS2 allocates
+    /// inodes from free space, so there running out of inodes goes with running out of space
+    /// (PD801).
     ///
     /// ### Why is this bad?
     /// Every table of a file-per-table server is at least one file (`.ibd`, `.frm`), and
@@ -100,7 +103,7 @@ impl Rule for InodesLow {
         }
         if !unread.is_empty() && low.is_empty() {
             let mut v = Verdict::insufficient(format!(
-                "inodes unknown for {} (read on Linux from statvfs; AIX and trees recorded without them have none)",
+                "inodes unknown for {} (read from statvfs on Linux and df on AIX; trees recorded without them and filesystems that report none have none)",
                 unread.join("; ")
             ));
             v.evidence = evidence;

@@ -13,11 +13,12 @@
 //! bounded memory and time.
 //!
 //! Only a server on this host: the log of another host is not here. A server logging to
-//! stderr (`log_error` empty: systemd's journal under the packaged units) is reported
-//! unavailable, naming the setting that gives it a file.
+//! stderr (`log_error` empty: systemd's journal under the packaged units, Debian's default) is
+//! read from the journal on Linux (`journal.rs`); elsewhere it is reported unavailable, naming
+//! the setting that gives it a file.
 
 use std::{
-    collections::VecDeque,
+    collections::{BTreeMap, VecDeque},
     io::{Read, Seek, SeekFrom},
     os::unix::fs::MetadataExt,
     path::{Path, PathBuf},
@@ -42,9 +43,9 @@ use crate::collect::{
 /// later reads.
 pub(crate) const TAIL: u64 = 4 << 20;
 /// Bytes of a line that are looked at; the rest of a longer line is skipped.
-const MAX_LINE: usize = 4096;
+pub(super) const MAX_LINE: usize = 4096;
 /// How long the agent keeps the events it read.
-const KEEP: Duration = Duration::from_secs(24 * 3600);
+pub(super) const KEEP: Duration = Duration::from_secs(24 * 3600);
 /// How long the agent trusts the server's time-zone offset before asking again.
 const OFFSET_REFRESH: Duration = Duration::from_secs(3600);
 
@@ -59,6 +60,55 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
 #[derive(Debug, Clone, Default)]
 pub struct ErrorLogCache {
     kept: Arc<Mutex<Option<Kept>>>,
+    /// The same for a server logging to the journal.
+    #[cfg(target_os = "linux")]
+    pub(super) journal: Arc<Mutex<Option<JournalKept>>>,
+}
+
+/// What the agent keeps of the journal between samples.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone)]
+pub(super) struct JournalKept {
+    pub(super) selector: super::journal::Selector,
+    /// (realtime µs, seqnum) of the newest entry read.
+    pub(super) last: Option<(u64, u64)>,
+    pub(super) events: VecDeque<LogEvent>,
+    pub(super) dropped: u64,
+    pub(super) counts: BTreeMap<String, u64>,
+    pub(super) covers_from: Option<i64>,
+    /// Entries read since the agent started.
+    pub(super) entries: u64,
+}
+
+/// Drops the events older than [`KEEP`], then the oldest over [`MAX_LOG_EVENTS`] (counted) —
+/// except the newest CRC-32 line: it is written once per start, and PD201 judges the running
+/// server's.
+pub(super) fn keep_recent(events: &mut VecDeque<LogEvent>, dropped: &mut u64, now_unix: i64) {
+    let crc32 = events
+        .iter()
+        .rposition(|e| matches!(e.kind, LogEventKind::Crc32 { .. }));
+    let mut pinned = None;
+    let mut index = 0;
+    let mut pop = |events: &mut VecDeque<LogEvent>, pinned: &mut Option<LogEvent>| {
+        let e = events.pop_front();
+        if Some(index) == crc32 {
+            *pinned = e;
+        }
+        index += 1;
+    };
+    while events
+        .front()
+        .is_some_and(|e| e.at.is_some_and(|at| at < now_unix - KEEP.as_secs() as i64))
+    {
+        pop(events, &mut pinned);
+    }
+    while events.len() + usize::from(pinned.is_some()) > MAX_LOG_EVENTS {
+        pop(events, &mut pinned);
+        *dropped += 1;
+    }
+    if let Some(e) = pinned {
+        events.push_front(e);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +120,7 @@ struct Kept {
     offset: u64,
     events: VecDeque<LogEvent>,
     dropped: u64,
+    counts: BTreeMap<String, u64>,
     covers_from: Option<i64>,
     /// Bytes read since the agent started, and rotations or truncations seen.
     bytes: u64,
@@ -95,7 +146,8 @@ impl Part for ErrorLogPart<'_> {
     fn collect<'a, 'b: 'a>(&'a self, ctx: &'a mut Ctx<'b>) -> PartFuture<'a> {
         Box::pin(async move {
             let path = match log_path(ctx.facts) {
-                Ok(p) => p,
+                Ok(Source::File(p)) => p,
+                Ok(Source::Journal) => return self.read_the_journal(ctx).await,
                 Err(why) => {
                     ctx.facts.error_log = Gathered::Unavailable(why);
                     return Ok(());
@@ -142,8 +194,52 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// The file `log_error` names, or why there is none to read here.
-fn log_path(facts: &MariadbFacts) -> Result<PathBuf, String> {
+/// Where the server's log is.
+enum Source {
+    /// The file `log_error` names.
+    File(PathBuf),
+    /// stderr, which systemd's units send to the journal (read on Linux).
+    Journal,
+}
+
+impl ErrorLogPart<'_> {
+    #[cfg(target_os = "linux")]
+    async fn read_the_journal(&self, ctx: &mut Ctx<'_>) -> Result<(), CollectError> {
+        let pid_file = ctx.facts.variables.get(Var::PidFile.name()).cloned();
+        let cache = self.cache.cloned();
+        let now_unix = unix_now();
+        let read = tokio::task::spawn_blocking(move || {
+            let selector = super::journal::selector(pid_file.as_deref());
+            super::journal::read_journal(selector, cache.as_ref(), now_unix)
+        })
+        .await
+        .map_err(|e| CollectError::Internal {
+            what: "reading the systemd journal".into(),
+            message: e.to_string(),
+        })?;
+        match read {
+            Ok(log) => {
+                ctx.facts.error_log = Gathered::Available(log);
+                Ok(())
+            }
+            Err(e) => {
+                ctx.facts.error_log = Gathered::Unavailable(format!(
+                    "log_error is empty, so the server logs to stderr (under systemd, the journal): {e}"
+                ));
+                Err(e)
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    async fn read_the_journal(&self, ctx: &mut Ctx<'_>) -> Result<(), CollectError> {
+        ctx.facts.error_log = Gathered::Unavailable("log_error is empty: the server writes its log to stderr, which powerdiag does not read on this OS; set log_error in [mariadbd] to give it a file".into());
+        Ok(())
+    }
+}
+
+/// Where `log_error` sends the log, or why it is not read here.
+fn log_path(facts: &MariadbFacts) -> Result<Source, String> {
     match facts.same_host {
         Some(true) => {}
         Some(false) => {
@@ -162,17 +258,17 @@ fn log_path(facts: &MariadbFacts) -> Result<PathBuf, String> {
         .map(|v| v.trim())
         .unwrap_or_default();
     if value.is_empty() || value == "stderr" {
-        return Err("log_error is empty: the server writes its log to stderr (under systemd, the journal), which powerdiag does not read; set log_error=/var/log/mysql/error.log in [mariadbd] to give it a file".into());
+        return Ok(Source::Journal);
     }
     let p = Path::new(value);
     if p.is_absolute() {
-        return Ok(p.to_path_buf());
+        return Ok(Source::File(p.to_path_buf()));
     }
     let datadir = facts
         .variables
         .get(Var::Datadir.name())
         .ok_or("log_error is relative and datadir is unknown")?;
-    Ok(Path::new(datadir).join(p))
+    Ok(Source::File(Path::new(datadir).join(p)))
 }
 
 /// The server's offset from UTC now, in seconds: its log's timestamps are its local time.
@@ -236,6 +332,7 @@ fn read_log(
                 offset: 0,
                 events: VecDeque::new(),
                 dropped: 0,
+                counts: BTreeMap::new(),
                 covers_from: None,
                 bytes: 0,
                 reopened: 0,
@@ -280,6 +377,7 @@ fn read_log(
             first = timestamp(&text, utc_offset);
         }
         if let Some(e) = parse_line(&text, utc_offset) {
+            *kept.counts.entry(e.kind.name().to_owned()).or_default() += 1;
             kept.events.push_back(e);
         }
     }
@@ -287,17 +385,7 @@ fn read_log(
         kept.covers_from = first;
     }
     // The agent keeps the last day; every snapshot at most MAX_LOG_EVENTS.
-    while kept
-        .events
-        .front()
-        .is_some_and(|e| e.at.is_some_and(|at| at < now_unix - KEEP.as_secs() as i64))
-    {
-        kept.events.pop_front();
-    }
-    while kept.events.len() > MAX_LOG_EVENTS {
-        kept.events.pop_front();
-        kept.dropped += 1;
-    }
+    keep_recent(&mut kept.events, &mut kept.dropped, now_unix);
     let read = if cache.is_some() && kept.bytes > body.len() as u64 {
         format!(
             "{} KiB read since the agent started{}{how}",
@@ -321,6 +409,7 @@ fn read_log(
         covers_from: kept.covers_from,
         events: kept.events.iter().cloned().collect(),
         dropped: kept.dropped,
+        counts: kept.counts.clone(),
     };
     if let Some(g) = guard.as_mut() {
         **g = Some(kept);
@@ -382,7 +471,7 @@ fn number_after(s: &str, prefix: &str) -> Option<u64> {
 }
 
 /// One line as an event, or `None` for the lines powerdiag does not read.
-pub(crate) fn parse_line(line: &str, utc_offset: Option<i64>) -> Option<LogEvent> {
+pub(super) fn parse_line(line: &str, utc_offset: Option<i64>) -> Option<LogEvent> {
     let kind = if line.contains(" got signal ") && line.trim_end().ends_with(';') {
         LogEventKind::Crash {
             signal: number_after(line, " got signal ").and_then(|n| u32::try_from(n).ok()),
@@ -694,6 +783,41 @@ mod tests {
         // Doctor (no cache) reads the tail afresh.
         let l = read_log(&p, None, Some(0), now).unwrap();
         assert_eq!(names(&l), ["crash"]);
+    }
+
+    /// The agent keeps a day of events and at most MAX_LOG_EVENTS, but the start's CRC-32
+    /// line for as long as no newer one comes (PD201 judges the running server's).
+    #[test]
+    fn the_start_ups_crc32_line_outlives_the_day_and_the_cap() {
+        let now = 1_795_809_461;
+        let ev = |at: i64, kind: LogEventKind| LogEvent {
+            at: Some(at),
+            kind,
+            line: String::new(),
+        };
+        let crc = || LogEventKind::Crc32 {
+            implementation: "crc32 + pclmulqdq".into(),
+        };
+        let mut events: VecDeque<LogEvent> = VecDeque::new();
+        events.push_back(ev(now - 200_000, LogEventKind::Starting));
+        events.push_back(ev(now - 199_999, crc()));
+        events.push_back(ev(now - 199_998, LogEventKind::Ready));
+        for i in 0..300 {
+            events.push_back(ev(now - 300 + i, LogEventKind::AbortedConnection));
+        }
+        let mut dropped = 0;
+        keep_recent(&mut events, &mut dropped, now);
+        assert_eq!(events.len(), MAX_LOG_EVENTS);
+        assert_eq!(events[0].kind, crc());
+        assert_eq!(events[1].at, Some(now - 300 + 45));
+        assert_eq!(dropped, 45);
+        // Kept again on the next trim, and replaced by a newer start's line.
+        keep_recent(&mut events, &mut dropped, now);
+        assert_eq!(events[0].kind, crc());
+        events.push_back(ev(now, crc()));
+        keep_recent(&mut events, &mut dropped, now);
+        assert_eq!(events.iter().filter(|e| e.kind == crc()).count(), 1);
+        assert_eq!(events.back().unwrap().at, Some(now));
     }
 
     /// A line longer than a whole read is skipped, not read again every sample.

@@ -7,6 +7,8 @@ mod deadlock;
 mod due;
 pub(crate) mod error_log;
 mod innodb;
+#[cfg(target_os = "linux")]
+mod journal;
 mod locks;
 mod option_file;
 mod part;

@@ -335,10 +335,17 @@ pub(crate) struct Inodes {
 }
 
 impl Inodes {
-    /// From `Iused` and `%Iused` (`None` when `%Iused` is 0: nothing to divide by).
+    /// From `Iused` and `%Iused`. `%Iused` 0 means under 0.5% used: the total is then taken as
+    /// `Iused × 200`, the least it can be, so the free share (99.5%) is a lower bound — enough
+    /// to judge against PD807's limits of a few percent. `None` when `Iused` is 0 too.
     pub(crate) fn derive(used: u64, used_pct: u64) -> Option<Inodes> {
         if used_pct == 0 {
-            return None;
+            let total = used.checked_mul(200).filter(|t| *t > 0)?;
+            return Some(Inodes {
+                used,
+                total,
+                available: total - used,
+            });
         }
         // Rounded to nearest: (used × 100 + pct / 2) / pct, in integers (no f64 precision
         // loss on large counts).
@@ -601,13 +608,24 @@ mod tests {
     }
 
     #[test]
-    fn df_iused_share_zero_gives_no_inodes() {
+    fn df_iused_share_zero_gives_a_lower_bound_of_the_free_share() {
         let row = parse_df(&format!(
             "{DF_HEADER}/dev/fslv02 1048576 1048000 1% 4 0% /data2\n"
         ))
         .unwrap();
-        assert_eq!((row.inodes, row.mount_point.as_str()), (None, "/data2"));
-        assert_eq!(Inodes::derive(4, 0), None);
+        // Under 0.5% used: at least 99.5% free.
+        assert_eq!(
+            (row.inodes, row.mount_point.as_str()),
+            (
+                Some(Inodes {
+                    used: 4,
+                    total: 800,
+                    available: 796
+                }),
+                "/data2"
+            )
+        );
+        assert_eq!(Inodes::derive(0, 0), None);
         // A full inode table: nothing available.
         assert_eq!(
             Inodes::derive(500, 100),

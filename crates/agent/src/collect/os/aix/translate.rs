@@ -337,8 +337,10 @@ fn saturation(raw: &Raw, online_cpus: Option<u32>) -> Read<CpuSaturation> {
     })
 }
 
-/// `perfstat_process`'s CPU times are counted in milliseconds.
-const PROCESS_CPU_MS_PER_SECOND: u64 = 1000;
+/// `perfstat_process`'s CPU times are in milliseconds, but AIX charges a process's CPU time
+/// at its clock tick (10 ms, HZ 100): the window's time is counted in those ticks, so that
+/// PD806's interval is as wide as the measurement is coarse.
+const PROCESS_CPU_TICKS_PER_SECOND: u64 = 100;
 
 /// mariadbd's user + system CPU time over the window, against the online logical CPUs, or
 /// why it was not measured.
@@ -402,8 +404,8 @@ fn process_cpu(raw: &Raw, online: Option<u32>) -> Result<ProcessCpu, String> {
         basis: format!("window {secs:.2} s"),
         window_seconds: secs,
         // Whole milliseconds: `as` saturates, and the difference is finite and ≥ 0.
-        ticks: (b - a).round() as u64,
-        ticks_per_second: PROCESS_CPU_MS_PER_SECOND,
+        ticks: ((b - a) / 10.0).round() as u64,
+        ticks_per_second: PROCESS_CPU_TICKS_PER_SECOND,
         allowed_cpus: f64::from(allowed),
         allowed_by: "online logical CPUs".into(),
         cgroup: None,

@@ -611,8 +611,12 @@ fn storage_from_df_per_directory() {
     assert_eq!(fs[0].busy_share, None);
     assert_eq!(fs[0].io_unread.as_deref(), Some(NO_DISK_BUSY));
     assert_eq!(fs[1].roles, ["tmpdir"]);
-    // %Iused 0: no total can be derived; NFS prints `-`: none either.
-    assert_eq!((fs[1].inodes_total, fs[1].inodes_available), (None, None));
+    // %Iused 0 (under 0.5% used): 88 used × 200 = the least total, 99.5% free at least.
+    assert_eq!(
+        (fs[1].inodes_total, fs[1].inodes_available),
+        (Some(17_600), Some(17_512))
+    );
+    // NFS prints `-`: no figures.
     assert_eq!(fs[2].mount_point.as_deref(), Some("/nfs/aria"));
     assert_eq!((fs[2].inodes_total, fs[2].inodes_available), (None, None));
     assert_eq!(fs[2].total_bytes, 1_048_576 * 1024);
@@ -831,8 +835,8 @@ fn process_cpu_over_the_window() {
         ProcessCpu {
             basis: "window 2.00 s".into(),
             window_seconds: 2.0,
-            ticks: 7_000,
-            ticks_per_second: 1_000,
+            ticks: 700,
+            ticks_per_second: 100,
             allowed_cpus: 8.0,
             allowed_by: "online logical CPUs".into(),
             cgroup: None,
@@ -840,7 +844,7 @@ fn process_cpu_over_the_window() {
     );
     assert!((p.cpus_used() - 3.5).abs() < 1e-9, "{}", p.cpus_used());
     assert_eq!(s.online_cpus, Some(8));
-    // Fractions of a millisecond are rounded.
+    // Counted in 10 ms clock ticks, rounded: 600.75 ms → 60 ticks.
     let p = saturation_of(&raw_with_process_cpu(
         1.0,
         Some((100.25, 0.5)),
@@ -848,7 +852,7 @@ fn process_cpu_over_the_window() {
     ))
     .process
     .unwrap();
-    assert_eq!(p.ticks, 601);
+    assert_eq!(p.ticks, 60);
     // PD806 judges it: 7.6 of 8 CPUs over 10 s (95%) is saturated.
     let raw = raw_with_process_cpu(10.0, Some((0.0, 0.0)), (70_000.0, 6_000.0));
     let mut snap = SnapshotBuilder::new().aix().build();
