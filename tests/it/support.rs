@@ -144,17 +144,41 @@ pub(crate) fn run(cmd: &mut Command) -> Run {
 /// `doctor --format json` against `url` (passed in the environment, as users should). Unless
 /// the test sets it, the sample window is 0: host shares since boot are stable, so a loaded CI
 /// machine's momentary steal cannot change a database test's exit status.
+///
+/// PD806 judges the host's CPU pressure of the last minute whatever the window: unless the
+/// test passes its own `--config.file`, its limits are set to 100% here, so that a CI machine
+/// saturated by the suite itself cannot turn a database test's exit status into 1.
 pub(crate) fn doctor_json(url: &str, extra: &[&str]) -> Run {
     let window: &[&str] = if extra.contains(&"--sample-window") {
         &[]
     } else {
         &["--sample-window", "0"]
     };
-    run(powerdiag()
-        .env("POWERDIAG_MARIADB_URL", url)
+    let mut cmd = powerdiag();
+    cmd.env("POWERDIAG_MARIADB_URL", url)
         .args(["doctor", "--format", "json"])
         .args(window)
-        .args(extra))
+        .args(extra);
+    if !extra.contains(&"--config.file") {
+        cmd.arg("--config.file").arg(host_load_neutral_config());
+    }
+    run(&mut cmd)
+}
+
+/// An agent configuration whose only setting lifts PD806's limits to 100% (see
+/// [`doctor_json`]).
+pub(crate) fn host_load_neutral_config() -> PathBuf {
+    static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = empty_home().join("host-load-neutral.toml");
+        std::fs::write(
+            &path,
+            "[rules.thresholds.PD806]\nmax_waiting_share = 1.0\nmax_process_share = 1.0\n",
+        )
+        .expect("write the doctor configuration");
+        path
+    })
+    .clone()
 }
 
 /// The status of check `code` in a doctor JSON report.

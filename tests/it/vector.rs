@@ -228,7 +228,12 @@ fn undersized_cache_thrashes_and_the_fix_works() {
         "{why}"
     );
     assert_eq!(status(&bj, "PD102"), "insufficient_data");
-    assert_eq!(status(&bj, "PD201"), "not_applicable");
+    // The error log is read from its file, whatever the account's privileges.
+    assert!(
+        ["pass", "fail"].contains(&status(&bj, "PD201").as_str()),
+        "{:#}",
+        check(&bj, "PD201")
+    );
     assert_eq!(b.code, 0, "{}", b.stdout);
 
     // 3. A cache that fits, after a warm-up: both pass.

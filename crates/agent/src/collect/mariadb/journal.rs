@@ -17,13 +17,13 @@
 use std::{
     collections::{BTreeMap, VecDeque},
     path::PathBuf,
-    sync::PoisonError,
+    sync::{Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
 use powerdiag_rules::{ErrorLog, LogEvent};
 
-use super::error_log::{ErrorLogCache, JournalKept, KEEP, MAX_LINE, keep_recent, parse_line};
+use super::log_line::{KEEP, MAX_LINE, keep_recent, parse_line};
 use crate::collect::CollectError;
 
 /// The most entries read per collection.
@@ -32,6 +32,20 @@ pub(crate) const MAX_ENTRIES: usize = 20_000;
 const DEADLINE: Duration = Duration::from_secs(2);
 /// The journal's standard roots (what `journalctl` reads).
 const ROOTS: [&str; 2] = ["/run/log/journal", "/var/log/journal"];
+
+/// What the agent keeps of the journal between samples.
+#[derive(Debug, Clone)]
+pub(super) struct JournalKept {
+    pub(super) selector: Selector,
+    /// (realtime µs, seqnum) of the newest entry read.
+    pub(super) last: Option<(u64, u64)>,
+    pub(super) events: VecDeque<LogEvent>,
+    pub(super) dropped: u64,
+    pub(super) counts: BTreeMap<String, u64>,
+    pub(super) covers_from: Option<i64>,
+    /// Entries read since the agent started.
+    pub(super) entries: u64,
+}
 
 /// How the server's entries are selected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,12 +124,12 @@ fn journal_error(e: sdjournal::SdJournalError) -> CollectError {
 /// Reads the server's journal entries that are due and parses them into events.
 pub(crate) fn read_journal(
     selector: Selector,
-    cache: Option<&ErrorLogCache>,
+    cache: Option<&Mutex<Option<JournalKept>>>,
     now_unix: i64,
 ) -> Result<ErrorLog, CollectError> {
     let roots: Vec<PathBuf> = ROOTS.iter().map(PathBuf::from).collect();
     let journal = sdjournal::Journal::open_dirs(&roots).map_err(journal_error)?;
-    let mut guard = cache.map(|c| c.journal.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut guard = cache.map(|c| c.lock().unwrap_or_else(PoisonError::into_inner));
     let mut kept = guard
         .as_mut()
         .and_then(|g| g.take())

@@ -10,6 +10,7 @@ mod innodb;
 #[cfg(target_os = "linux")]
 mod journal;
 mod locks;
+mod log_line;
 mod option_file;
 mod part;
 mod probe;
