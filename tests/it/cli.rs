@@ -396,11 +396,17 @@ fn collectors_lists_the_registry_and_each_name_is_a_flag() {
     assert_eq!(listed, names);
     let help = run(powerdiag().args(["doctor", "--help"]));
     for n in &names {
+        // The flag that changes it: off for the collectors on by default, on for the others.
         assert!(
-            help.stdout.contains(&format!("--no-collector.{n}")),
-            "doctor --help lacks --no-collector.{n}"
+            help.stdout.contains(&format!("--no-collector.{n}"))
+                || help.stdout.contains(&format!("--collector.{n}")),
+            "doctor --help lacks --no-collector.{n} / --collector.{n}"
         );
     }
+    assert!(
+        help.stdout.contains("--collector.mariadb_schema"),
+        "off by default"
+    );
     // A name that is no collector is a usage error (exit 3), naming the flag.
     let bad = run(powerdiag().args(["doctor", "--no-collector.cpus"]));
     assert_eq!(bad.code, 3, "{}", bad.stderr);

@@ -43,6 +43,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             innodb_cache: None,
             lock_cache: None,
             error_log_cache: None,
+            schema_cache: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

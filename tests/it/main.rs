@@ -38,6 +38,7 @@ mod prometheus;
 mod runbooks;
 mod saturation;
 mod scale;
+mod schema;
 mod server_pitfalls;
 mod session_guard;
 mod stability;

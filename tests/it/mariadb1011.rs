@@ -28,7 +28,10 @@ fn vector_rules_are_not_applicable_and_the_rest_evaluates() {
     let pd201 = check(&j, "PD201");
     assert!(
         ["pass", "fail"].contains(&pd201["status"].as_str().unwrap())
-            && pd201["evidence"][0].as_str().unwrap().contains("InnoDB: Using "),
+            && pd201["evidence"][0]
+                .as_str()
+                .unwrap()
+                .contains("InnoDB: Using "),
         "{pd201:#}"
     );
     assert_eq!(status(&j, "PD202"), "pass");

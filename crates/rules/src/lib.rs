@@ -21,6 +21,7 @@ mod releases;
 mod report;
 mod rule;
 pub mod rules;
+mod schema;
 mod settings;
 mod snapshot;
 mod statements;
@@ -50,6 +51,7 @@ pub use rule::{
     Declared, Impact, PLATFORM_HEADINGS, Platform, Rule, RuleMeta, Scope, Severity, Status, Verdict,
 };
 pub use rules::{RULES, find_rule};
+pub use schema::{Index, IndexColumn, SYSTEM_SCHEMAS, Schema, Table, quote_ident};
 pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{

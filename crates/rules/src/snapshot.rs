@@ -254,6 +254,9 @@ pub struct MariadbFacts {
     /// The server's error log (`log_error`) as typed events: a server on this host only.
     #[serde(default = "crate::errorlog::error_log_not_recorded")]
     pub error_log: Gathered<crate::ErrorLog>,
+    /// The user tables and their indexes (PD705–PD708).
+    #[serde(default = "crate::schema::schema_not_recorded")]
+    pub schema: Gathered<crate::Schema>,
     pub vector_indexes: Gathered<Vec<VectorIndex>>,
     pub probe: Gathered<Probe>,
     /// Statement digests from performance_schema (PD701–PD704, "Top statements").

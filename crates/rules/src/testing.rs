@@ -75,6 +75,7 @@ impl SnapshotBuilder {
                 dropped: 0,
                 counts: Default::default(),
             }),
+            schema: Gathered::Unavailable("not read in this test".into()),
             notes: Vec::new(),
         };
         let mut defaults = vec![
@@ -665,4 +666,60 @@ pub fn digest(text: &str, calls: u64, time_us: u64, examined: u64, sent: u64) ->
         last_seen_age_seconds: Some(5),
         ..Default::default()
     }
+}
+
+// Schema facts for PD705–PD708's tests.
+
+/// 2026-11-27T20:00:00Z: the `taken_at` of [`with_tables`]' snapshots.
+pub const SCHEMA_NOW: i64 = 1_795_809_600;
+
+/// A B-tree index on NOT NULL columns, 16 MiB, reads unknown.
+pub fn schema_index(name: &str, unique: bool, cols: &[&str]) -> crate::Index {
+    crate::Index {
+        name: name.into(),
+        unique,
+        kind: "BTREE".into(),
+        columns: cols
+            .iter()
+            .map(|c| crate::IndexColumn {
+                name: (*c).into(),
+                sub_part: None,
+                nullable: false,
+            })
+            .collect(),
+        bytes: Some(16 << 20),
+        reads: None,
+    }
+}
+
+/// A table of schema `shop`: 50,000 rows, 8 MiB of data and 4 MiB of indexes.
+pub fn schema_table(name: &str, engine: &str, indexes: Vec<crate::Index>) -> crate::Table {
+    crate::Table {
+        schema: "shop".into(),
+        name: name.into(),
+        engine: Some(engine.into()),
+        rows: Some(50_000),
+        data_bytes: Some(8 << 20),
+        index_bytes: Some(4 << 20),
+        indexes,
+        ..Default::default()
+    }
+}
+
+/// An 11.8 server whose schema holds `tables` among 100 more InnoDB tables, taken at
+/// [`SCHEMA_NOW`].
+pub fn with_tables(tables: Vec<crate::Table>) -> crate::Snapshot {
+    let mut s = SnapshotBuilder::new().mariadb("11.8.5-MariaDB").build();
+    s.taken_at = Some("2026-11-27T20:00:00Z".into());
+    s.mariadb.facts.as_mut().expect("an 11.8 server").schema =
+        crate::Gathered::Available(crate::Schema {
+            source: "test".into(),
+            read_at: Some(SCHEMA_NOW),
+            tables_total: tables.len() as u64 + 100,
+            innodb_tables: tables.iter().filter(|t| t.is_engine("InnoDB")).count() as u64 + 100,
+            candidates: tables.len() as u64,
+            tables,
+            index_usage_unread: None,
+        });
+    s
 }

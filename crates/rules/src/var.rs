@@ -81,6 +81,9 @@ named_enum! {
         ThreadStack => "thread_stack",
         BinlogCacheSize => "binlog_cache_size",
         LogBin => "log_bin",
+        // Replication and Galera context (PD707).
+        BinlogFormat => "binlog_format",
+        WsrepOn => "wsrep_on",
         KeyBufferSize => "key_buffer_size",
         AriaPagecacheBufferSize => "aria_pagecache_buffer_size",
         // Lock waits (PD217–PD220).
@@ -102,6 +105,7 @@ impl Var {
                 | Var::InnodbDataFileBuffering
                 | Var::InnodbStatsPersistent
                 | Var::LogBin
+                | Var::WsrepOn
                 | Var::InnodbPrintAllDeadlocks
         )
     }

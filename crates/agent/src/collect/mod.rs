@@ -23,8 +23,8 @@ use std::time::Duration;
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
 pub use mariadb::{
-    ErrorLogCache, LockCache, MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, Reuse,
-    StatementOptions, StatementTracker, VectorCache,
+    DEFAULT_MAX_TABLES, ErrorLogCache, LockCache, MariadbOptions, NoProgress, ProbeObserver,
+    ProbeOptions, Reuse, SchemaCache, StatementOptions, StatementTracker, VectorCache,
 };
 
 /// What a one-shot collection should do.
@@ -369,7 +369,11 @@ mod collector_tests {
         );
         assert!(s.is_enabled(find("swap").unwrap()), "the later choice wins");
         let all = collectors();
-        assert_eq!(s.disabled(&all).collect::<Vec<_>>(), ["cpu"]);
+        // mariadb_schema is off by default.
+        assert_eq!(
+            s.disabled(&all).collect::<Vec<_>>(),
+            ["mariadb_schema", "cpu"]
+        );
         let e =
             Selection::from_choices(&collectors(), [("cpus", false)], Source::Config).unwrap_err();
         assert!(

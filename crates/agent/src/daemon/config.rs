@@ -19,6 +19,7 @@ pub struct Config {
     pub sample: SampleConfig,
     pub probe: ProbeConfig,
     pub statements: StatementsConfig,
+    pub schema: SchemaConfig,
     pub rules: RulesConfig,
     /// Collectors turned on or off by name (`[collectors]` `cpu = false`), as doctor's
     /// `--collector.NAME` / `--no-collector.NAME`; `powerdiag collectors` lists the names.
@@ -144,6 +145,29 @@ impl Default for StatementsConfig {
     }
 }
 
+/// The schema read (PD705–PD708): `information_schema.TABLES` and `STATISTICS`, whose cost
+/// grows with the tables (docs/performance.md), so read rarely — and again after DDL, which
+/// the status counters show, so a fix clears its finding at the next sample.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemaConfig {
+    /// Time between two reads without DDL in between. A day by default.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// Most tables the snapshot lists (those a schema rule can judge, largest first); the
+    /// verdicts say how many they left out.
+    pub max_tables: usize,
+}
+
+impl Default for SchemaConfig {
+    fn default() -> Self {
+        SchemaConfig {
+            interval: Duration::from_secs(86_400),
+            max_tables: crate::collect::DEFAULT_MAX_TABLES,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RulesConfig {
@@ -223,6 +247,7 @@ impl Config {
             ("sample.transactions_refresh", c.sample.transactions_refresh),
             ("probe.interval", c.probe.interval),
             ("statements.interval", c.statements.interval),
+            ("schema.interval", c.schema.interval),
         ] {
             if value > MAX_DURATION {
                 return Err(err(format!(
@@ -231,6 +256,15 @@ impl Config {
                     humantime::format_duration(MAX_DURATION)
                 )));
             }
+        }
+        if c.schema.interval < Duration::from_secs(60) {
+            return Err(err("schema.interval must be at least 1m".into()));
+        }
+        if !(1..=1_000_000).contains(&c.schema.max_tables) {
+            return Err(err(format!(
+                "schema.max_tables must be between 1 and 1000000, not {}",
+                c.schema.max_tables
+            )));
         }
         if c.statements.interval < Duration::from_secs(1) {
             return Err(err("statements.interval must be at least 1s".into()));
@@ -374,9 +408,10 @@ mod tests {
     fn collectors_by_name() {
         let c = Config::parse("[collectors]\ncpu = false\nswap = false\n", "agent.toml").unwrap();
         let all = crate::collect::collectors();
+        // mariadb_schema is off by default.
         assert_eq!(
             c.selection.disabled(&all).collect::<Vec<_>>(),
-            ["cpu", "swap"]
+            ["mariadb_schema", "cpu", "swap"]
         );
         let e = Config::parse("[collectors]\ncpus = false\n", "agent.toml")
             .unwrap_err()
@@ -389,7 +424,10 @@ mod tests {
             Selection::from_choices(&all, [("swap", true), ("memory", false)], Source::Flags)
                 .unwrap();
         let both = c.selection.overridden_by(&flags);
-        assert_eq!(both.disabled(&all).collect::<Vec<_>>(), ["cpu", "memory"]);
+        assert_eq!(
+            both.disabled(&all).collect::<Vec<_>>(),
+            ["mariadb_schema", "cpu", "memory"]
+        );
         let cpu = crate::collect::find_collector("cpu").unwrap();
         let e = both.gate(cpu, None).unwrap_err().to_string();
         assert_eq!(

@@ -56,6 +56,7 @@ struct Kept {
     innodb: InnodbCache,
     locks: crate::collect::LockCache,
     error_log: crate::collect::ErrorLogCache,
+    schema: crate::collect::SchemaCache,
 }
 
 impl Kept {
@@ -68,6 +69,7 @@ impl Kept {
             innodb: InnodbCache::new(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh),
             locks: Default::default(),
             error_log: Default::default(),
+            schema: crate::collect::SchemaCache::new(cfg.schema.interval, cfg.schema.max_tables),
         }
     }
 }
@@ -89,6 +91,7 @@ pub async fn run(
         mut innodb,
         mut locks,
         mut error_log,
+        mut schema,
     } = Kept::new(&config.borrow());
     let mut candidates = setup.candidates.borrow_and_update().clone();
     let (mut config_open, mut targets_open) = (true, true);
@@ -107,6 +110,7 @@ pub async fn run(
                 innodb,
                 locks,
                 error_log,
+                schema,
             } = Kept::new(&cfg);
         }
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -128,6 +132,9 @@ pub async fn run(
         {
             innodb =
                 innodb.with_refresh(cfg.sample.innodb_refresh, cfg.sample.transactions_refresh);
+        }
+        if (schema.interval, schema.max_tables) != (cfg.schema.interval, cfg.schema.max_tables) {
+            schema = schema.with_settings(cfg.schema.interval, cfg.schema.max_tables);
         }
         let started = Instant::now();
         let probe_due = cfg.probe.enabled
@@ -153,6 +160,7 @@ pub async fn run(
                 innodb_cache: Some(innodb.clone()),
                 lock_cache: Some(locks.clone()),
                 error_log_cache: Some(error_log.clone()),
+                schema_cache: Some(schema.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),
@@ -322,6 +330,7 @@ mod tests {
                 innodb_cache: None,
                 lock_cache: None,
                 error_log_cache: None,
+                schema_cache: None,
             },
             taken_at: None,
             roots: Roots::default(),

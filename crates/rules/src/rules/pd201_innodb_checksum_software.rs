@@ -160,7 +160,7 @@ pub(crate) mod tests {
         assert_eq!(check(None).status, Status::InsufficientData);
     }
 
-    const NOW: i64 = 1_795_809_600; // 2026-11-27T16:00:00Z
+    const NOW: i64 = 1_795_809_600; // 2026-11-27T20:00:00Z, the taken_at below
 
     fn ev(at: i64, kind: LogEventKind, line: &str) -> LogEvent {
         LogEvent {
@@ -187,7 +187,7 @@ pub(crate) mod tests {
             .status(StatusVar::Uptime, &uptime.to_string())
             .var(Var::InnodbChecksumAlgorithm, "full_crc32")
             .build();
-        s.taken_at = Some("2026-11-27T16:00:00Z".into());
+        s.taken_at = Some("2026-11-27T20:00:00Z".into());
         if let Some(db) = s.mariadb.facts.as_mut()
             && let Gathered::Available(l) = &mut db.error_log
         {

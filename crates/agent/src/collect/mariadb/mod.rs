@@ -14,6 +14,7 @@ mod log_line;
 mod option_file;
 mod part;
 mod probe;
+mod schema;
 mod server;
 mod session;
 mod settings;
@@ -45,6 +46,7 @@ pub use error_log::ErrorLogCache;
 pub use innodb::InnodbCache;
 pub use locks::LockCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
+pub use schema::{DEFAULT_MAX_TABLES, SchemaCache};
 use session::Session;
 pub use statements::{StatementOptions, StatementTracker};
 pub use status_window::{StatusTracker, StatusWindowMode};
@@ -78,6 +80,9 @@ pub struct MariadbOptions {
     /// Where the agent's error-log reads stopped, and the events they found; `None` reads
     /// the log's tail every time (doctor).
     pub error_log_cache: Option<error_log::ErrorLogCache>,
+    /// The agent's schema, refreshed every `[schema] interval` and after DDL; `None` reads it
+    /// every time (doctor).
+    pub schema_cache: Option<SchemaCache>,
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -208,7 +213,7 @@ pub(crate) const SERVER: Descriptor = Descriptor {
 /// The parts read before the window opens, so their statements are not counted in doctor's
 /// status window and the probe's k-NN queries are not in the digest read; each with its
 /// options.
-fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 3] {
+fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 4] {
     [
         Box::new(statements::StatementsPart {
             opts: opts.statements.as_ref(),
@@ -218,6 +223,9 @@ fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 3] {
         }),
         Box::new(error_log::ErrorLogPart {
             cache: opts.error_log_cache.as_ref(),
+        }),
+        Box::new(schema::SchemaPart {
+            cache: opts.schema_cache.as_ref(),
         }),
     ]
 }
@@ -624,6 +632,7 @@ async fn server_facts(
         locks: Gathered::Unavailable("not read".into()),
         last_deadlock: Gathered::Unavailable("not read".into()),
         error_log: Gathered::Unavailable("not read".into()),
+        schema: Gathered::Unavailable("not read".into()),
         notes,
     })
 }

@@ -223,6 +223,50 @@ impl Session {
         }
     }
 
+    /// Runs a text-protocol query and hands each row to `f` as it arrives, so a large result
+    /// (the schema of 100,000 tables) is never held whole; returns the number of rows.
+    pub(crate) async fn query_each(
+        &mut self,
+        sql: &str,
+        mut f: impl FnMut(TextRow) + Send,
+    ) -> Result<u64, DbError> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(DbError {
+                kind: DbErrorKind::Timeout,
+                message: "skipped: an earlier statement timed out".into(),
+                hint: String::new(),
+            });
+        };
+        self.statements += 1;
+        let read = async {
+            let mut result = conn.query_iter(sql).await?;
+            let mut n = 0u64;
+            result
+                .for_each(|row: Row| {
+                    n += 1;
+                    f((0..row.len()).map(|i| col(&row, i)).collect());
+                })
+                .await?;
+            Ok::<u64, mysql_async::Error>(n)
+        };
+        match tokio::time::timeout(self.timeout, read).await {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(e)) => Err(classify_query(&e, &self.target)),
+            Err(_) => {
+                self.conn = None;
+                Err(DbError {
+                    kind: DbErrorKind::Timeout,
+                    message: format!(
+                        "{}: a statement got no answer within {}",
+                        self.target,
+                        human(self.timeout)
+                    ),
+                    hint: "the server stopped answering mid-collection; check it with `mariadb-admin ping` or raise --timeout".into(),
+                })
+            }
+        }
+    }
+
     /// Runs a statement whose result does not matter.
     pub(crate) async fn exec(&mut self, sql: &str) -> Result<(), DbError> {
         self.query(sql).await.map(drop)
