@@ -51,7 +51,9 @@ pub use rule::{
     Declared, Impact, PLATFORM_HEADINGS, Platform, Rule, RuleMeta, Scope, Severity, Status, Verdict,
 };
 pub use rules::{RULES, find_rule};
-pub use schema::{Index, IndexColumn, SYSTEM_SCHEMAS, Schema, Table, quote_ident};
+pub use schema::{
+    Index, IndexColumn, SHOWN, SYSTEM_SCHEMAS, Schema, Table, ddl_line, quote_ident, shown,
+};
 pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{

@@ -237,6 +237,29 @@ pub fn quote_ident(name: &str) -> Option<String> {
     (!name.chars().any(char::is_control)).then(|| format!("`{}`", name.replace('`', "``")))
 }
 
+/// How many tables or indexes a schema finding names; the rest are counted.
+pub const SHOWN: usize = 20;
+
+/// `f` of the first [`SHOWN`] items, then `… and N more` when there are more.
+pub fn shown<T>(items: &[T], f: impl FnMut(&T) -> String) -> Vec<String> {
+    let mut lines: Vec<String> = items.iter().take(SHOWN).map(f).collect();
+    if items.len() > SHOWN {
+        lines.push(format!("… and {} more", items.len() - SHOWN));
+    }
+    lines
+}
+
+/// A printed DDL statement on `table`: `ddl` of its quoted name, or — a name holding control
+/// characters, which a report never prints raw — a comment saying to `what` by hand.
+pub fn ddl_line(table: &Table, what: &str, ddl: impl FnOnce(&str) -> Option<String>) -> String {
+    table.quoted().and_then(|q| ddl(&q)).unwrap_or_else(|| {
+        format!(
+            "-- {}: a name holds control characters; {what} by hand",
+            table.display()
+        )
+    })
+}
+
 /// Schemas of the server itself, never judged.
 pub const SYSTEM_SCHEMAS: [&str; 4] = ["mysql", "information_schema", "performance_schema", "sys"];
 

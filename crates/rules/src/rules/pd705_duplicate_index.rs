@@ -1,4 +1,7 @@
-use crate::{Index, Limits, Rule, Snapshot, Table, Verdict, declare_rule, format_bytes, quote_ident};
+use crate::{
+    Index, Limits, Rule, Snapshot, Table, Verdict, declare_rule, ddl_line, format_bytes,
+    quote_ident, shown,
+};
 
 declare_rule! {
     /// ### What it does
@@ -83,7 +86,7 @@ impl Rule for DuplicateIndex {
         // Largest first: the most to gain.
         found.sort_by_key(|r| std::cmp::Reverse(r.index.bytes.unwrap_or(0)));
         let bytes: u64 = found.iter().filter_map(|r| r.index.bytes).sum();
-        let evidence = found.iter().take(20).map(|r| {
+        let evidence = shown(&found, |r| {
             format!(
                 "{}: {} is a left prefix of {}{}",
                 r.table.display(),
@@ -102,28 +105,15 @@ impl Rule for DuplicateIndex {
                 None => by_table.push((r.table, vec![r.index])),
             }
         }
-        let ddl: Vec<String> = by_table
-            .iter()
-            .take(20)
-            .map(|(t, indexes)| {
+        let ddl = shown(&by_table, |(t, indexes)| {
+            ddl_line(t, "drop its redundant index(es)", |q| {
                 let drops: Option<Vec<String>> = indexes
                     .iter()
                     .map(|i| Some(format!("DROP INDEX {}", quote_ident(&i.name)?)))
                     .collect();
-                match (t.quoted(), drops) {
-                    (Some(t), Some(drops)) => format!("ALTER TABLE {t} {};", drops.join(", ")),
-                    _ => format!(
-                        "-- {}: a name holds control characters; drop its redundant index(es) by hand",
-                        t.display()
-                    ),
-                }
+                Some(format!("ALTER TABLE {q} {};", drops?.join(", ")))
             })
-            .collect();
-        let more = if by_table.len() > 20 {
-            format!("\n-- and {} more table(s): see the evidence", by_table.len() - 20)
-        } else {
-            String::new()
-        };
+        });
         Ok(Verdict::fail(format!(
             "{} redundant index(es) in {} table(s){}, each a left prefix of another index of its table{}",
             found.len(),
@@ -137,7 +127,7 @@ impl Rule for DuplicateIndex {
         ))
         .with_evidence_lines(evidence)
         .with_remediation(format!(
-            "Drop them (text only: powerdiag never runs it; check no query forces these indexes with USE/FORCE INDEX first):\n{}{more}",
+            "Drop them (text only: powerdiag never runs it; check no query forces these indexes with USE/FORCE INDEX first):\n{}",
             ddl.join("\n")
         )))
     }

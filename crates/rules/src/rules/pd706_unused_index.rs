@@ -1,6 +1,6 @@
 use crate::{
-    Index, Limits, Rule, Snapshot, StatusVar, Table, Threshold, Unit, Verdict, declare_rule,
-    format_bytes, format_secs, quote_ident,
+    Index, Limits, Rule, Snapshot, StatusVar, Table, Threshold, Unit, Verdict, ddl_line,
+    declare_rule, format_bytes, format_secs, quote_ident, shown,
 };
 
 declare_rule! {
@@ -50,8 +50,6 @@ const MIN_PERIOD: Threshold = Threshold {
     unit: Unit::Count,
     doc: "seconds of statistics (server uptime) before an index without reads is judged unused",
 };
-
-const SHOWN: usize = 20;
 
 fn judged(i: &Index, t: &Table) -> bool {
     !i.unique && i.kind.eq_ignore_ascii_case("BTREE") && !i.serves_foreign_key(t)
@@ -108,10 +106,7 @@ impl Rule for UnusedIndex {
         }
         found.sort_by_key(|(t, i)| std::cmp::Reverse((t.writes.unwrap_or(0), i.bytes.unwrap_or(0))));
         let bytes: u64 = found.iter().filter_map(|(_, i)| i.bytes).sum();
-        let mut evidence: Vec<String> = found
-            .iter()
-            .take(SHOWN)
-            .map(|(t, i)| {
+        let evidence = shown(&found, |(t, i)| {
                 let mut cost = Vec::new();
                 if let Some(w) = t.writes {
                     cost.push(format!("{w} rows written to its table"));
@@ -130,22 +125,12 @@ impl Rule for UnusedIndex {
                         format!(" ({})", cost.join(", "))
                     }
                 )
+        });
+        let ddl = shown(&found, |(t, i)| {
+            ddl_line(t, "drop its index", |q| {
+                Some(format!("ALTER TABLE {q} DROP INDEX {};", quote_ident(&i.name)?))
             })
-            .collect();
-        if found.len() > SHOWN {
-            evidence.push(format!("… and {} more", found.len() - SHOWN));
-        }
-        let ddl: Vec<String> = found
-            .iter()
-            .take(SHOWN)
-            .map(|(t, i)| match (t.quoted(), quote_ident(&i.name)) {
-                (Some(t), Some(i)) => format!("ALTER TABLE {t} DROP INDEX {i};"),
-                _ => format!(
-                    "-- {}: a name holds control characters; drop its index by hand",
-                    t.display()
-                ),
-            })
-            .collect();
+        });
         Ok(Verdict::fail(format!(
             "{} index(es) never read in {} since the server started{}{}{waiting_note}",
             found.len(),

@@ -1,4 +1,4 @@
-use crate::{Limits, Rule, Snapshot, Table, Var, Verdict, declare_rule, format_bytes};
+use crate::{Limits, Rule, Snapshot, Table, Var, Verdict, ddl_line, declare_rule, format_bytes, shown};
 
 declare_rule! {
     /// ### What it does
@@ -33,9 +33,6 @@ declare_rule! {
     }
 }
 
-/// How many tables the evidence and the DDL name.
-const SHOWN: usize = 20;
-
 impl Rule for TableWithoutPrimaryKey {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let db = s.db()?;
@@ -53,23 +50,16 @@ impl Rule for TableWithoutPrimaryKey {
             )));
         }
         found.sort_by_key(|t| std::cmp::Reverse((t.rows.unwrap_or(0), t.data_bytes.unwrap_or(0))));
-        let mut evidence: Vec<String> = found
-            .iter()
-            .take(SHOWN)
-            .map(|t| {
-                format!(
-                    "{}: ~{} rows{}",
-                    t.display(),
-                    t.rows.map_or("?".into(), |r| r.to_string()),
-                    t.data_bytes
-                        .map(|b| format!(", {}", format_bytes(b)))
-                        .unwrap_or_default()
-                )
-            })
-            .collect();
-        if found.len() > SHOWN {
-            evidence.push(format!("… and {} more", found.len() - SHOWN));
-        }
+        let mut evidence = shown(&found, |t| {
+            format!(
+                "{}: ~{} rows{}",
+                t.display(),
+                t.rows.map_or("?".into(), |r| r.to_string()),
+                t.data_bytes
+                    .map(|b| format!(", {}", format_bytes(b)))
+                    .unwrap_or_default()
+            )
+        });
         let binlog = db.var(Var::BinlogFormat).ok().map(str::to_ascii_uppercase);
         let log_bin = db.var_bool(Var::LogBin).ok();
         match (log_bin, binlog.as_deref()) {
@@ -83,16 +73,13 @@ impl Rule for TableWithoutPrimaryKey {
         if db.var_bool(Var::WsrepOn).unwrap_or(false) {
             evidence.push("wsrep_on = ON: Galera needs a primary key on every replicated table".into());
         }
-        let ddl: Vec<String> = found
-            .iter()
-            .take(SHOWN)
-            .map(|t| match t.quoted() {
-                Some(q) => format!(
+        let ddl = shown(&found, |t| {
+            ddl_line(t, "add a primary key", |q| {
+                Some(format!(
                     "ALTER TABLE {q} ADD COLUMN `id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST;"
-                ),
-                None => format!("-- {}: its name holds control characters; add a primary key by hand", t.display()),
+                ))
             })
-            .collect();
+        });
         let rows: u64 = found.iter().filter_map(|t| t.rows).sum();
         Ok(Verdict::fail(format!(
             "{} InnoDB table(s) without a primary key (~{rows} rows), the largest {} (~{} rows){}",

@@ -1,4 +1,7 @@
-use crate::{Limits, Rule, Snapshot, Table, Threshold, Unit, Verdict, declare_rule, format_bytes, format_secs};
+use crate::{
+    Limits, Rule, Snapshot, Table, Threshold, Unit, Verdict, ddl_line, declare_rule, format_bytes,
+    format_secs, shown,
+};
 
 declare_rule! {
     /// ### What it does
@@ -41,8 +44,6 @@ const WINDOW: Threshold = Threshold {
     doc: "seconds: a table whose last write (UPDATE_TIME) is this recent counts as written",
 };
 
-const SHOWN: usize = 20;
-
 fn non_transactional(t: &Table) -> bool {
     (t.is_engine("MyISAM") || t.is_engine("Aria"))
         && !crate::SYSTEM_SCHEMAS
@@ -83,10 +84,7 @@ impl Rule for NonTransactionalTables {
             )));
         }
         found.sort_by_key(|t| std::cmp::Reverse((t.writes.unwrap_or(0), t.data_bytes.unwrap_or(0))));
-        let mut evidence: Vec<String> = found
-            .iter()
-            .take(SHOWN)
-            .map(|t| {
+        let evidence = shown(&found, |t| {
                 let mut what = vec![t.engine.clone().unwrap_or_default()];
                 if let Some(w) = t.writes.filter(|w| *w > 0) {
                     what.push(format!("{w} rows written since statistics began"));
@@ -98,19 +96,10 @@ impl Rule for NonTransactionalTables {
                     what.push(format_bytes(b));
                 }
                 format!("{}: {}", t.display(), what.join(", "))
-            })
-            .collect();
-        if found.len() > SHOWN {
-            evidence.push(format!("… and {} more", found.len() - SHOWN));
-        }
-        let ddl: Vec<String> = found
-            .iter()
-            .take(SHOWN)
-            .map(|t| match t.quoted() {
-                Some(q) => format!("ALTER TABLE {q} ENGINE=InnoDB;"),
-                None => format!("-- {}: its name holds control characters; convert it by hand", t.display()),
-            })
-            .collect();
+        });
+        let ddl = shown(&found, |t| {
+            ddl_line(t, "convert it", |q| Some(format!("ALTER TABLE {q} ENGINE=InnoDB;")))
+        });
         Ok(Verdict::fail(format!(
             "{} MyISAM/Aria table(s) written beside {innodb} InnoDB table(s), the busiest {}{}",
             found.len(),

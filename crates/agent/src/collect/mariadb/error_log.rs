@@ -115,25 +115,43 @@ impl Part for ErrorLogPart<'_> {
             };
             let cache = self.cache.cloned();
             let now_unix = unix_now();
-            let read = tokio::task::spawn_blocking(move || {
+            let read = blocking("reading the error log", move || {
                 read_log(&path, cache.as_ref(), utc_offset, now_unix)
             })
-            .await
-            .map_err(|e| CollectError::Internal {
-                what: "reading the error log".into(),
-                message: e.to_string(),
-            })?;
-            match read {
-                Ok(log) => {
-                    ctx.facts.error_log = Gathered::Available(log);
-                    Ok(())
-                }
-                Err(e) => {
-                    ctx.facts.error_log = Gathered::Unavailable(e.to_string());
-                    Err(e)
-                }
-            }
+            .await?;
+            publish(ctx, read, "")
         })
+    }
+}
+
+/// Runs a blocking read off the runtime's threads.
+async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    f: impl FnOnce() -> Result<T, CollectError> + Send + 'static,
+) -> Result<Result<T, CollectError>, CollectError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CollectError::Internal {
+            what: what.into(),
+            message: e.to_string(),
+        })
+}
+
+/// Puts a read into the facts: the log, or the reason (after `context`) it is unavailable.
+fn publish(
+    ctx: &mut Ctx<'_>,
+    read: Result<ErrorLog, CollectError>,
+    context: &str,
+) -> Result<(), CollectError> {
+    match read {
+        Ok(log) => {
+            ctx.facts.error_log = Gathered::Available(log);
+            Ok(())
+        }
+        Err(e) => {
+            ctx.facts.error_log = Gathered::Unavailable(format!("{context}{e}"));
+            Err(e)
+        }
     }
 }
 
@@ -157,27 +175,16 @@ impl ErrorLogPart<'_> {
         let pid_file = ctx.facts.variables.get(Var::PidFile.name()).cloned();
         let cache = self.cache.cloned();
         let now_unix = unix_now();
-        let read = tokio::task::spawn_blocking(move || {
+        let read = blocking("reading the systemd journal", move || {
             let selector = super::journal::selector(pid_file.as_deref());
             super::journal::read_journal(selector, cache.as_ref().map(|c| &*c.journal), now_unix)
         })
-        .await
-        .map_err(|e| CollectError::Internal {
-            what: "reading the systemd journal".into(),
-            message: e.to_string(),
-        })?;
-        match read {
-            Ok(log) => {
-                ctx.facts.error_log = Gathered::Available(log);
-                Ok(())
-            }
-            Err(e) => {
-                ctx.facts.error_log = Gathered::Unavailable(format!(
-                    "log_error is empty, so the server logs to stderr (under systemd, the journal): {e}"
-                ));
-                Err(e)
-            }
-        }
+        .await?;
+        publish(
+            ctx,
+            read,
+            "log_error is empty, so the server logs to stderr (under systemd, the journal): ",
+        )
     }
 
     #[cfg(not(target_os = "linux"))]

@@ -197,29 +197,13 @@ impl Session {
     /// Runs a text-protocol query and returns its rows.
     pub(crate) async fn query(&mut self, sql: &str) -> Result<Vec<Row>, DbError> {
         let Some(conn) = self.conn.as_mut() else {
-            return Err(DbError {
-                kind: DbErrorKind::Timeout,
-                message: "skipped: an earlier statement timed out".into(),
-                hint: String::new(),
-            });
+            return Err(skipped());
         };
         self.statements += 1;
         match tokio::time::timeout(self.timeout, conn.query::<Row, _>(sql)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => Err(classify_query(&e, &self.target)),
-            Err(_) => {
-                // Drop the connection without waiting on it: the server is not answering.
-                self.conn = None;
-                Err(DbError {
-                    kind: DbErrorKind::Timeout,
-                    message: format!(
-                        "{}: a statement got no answer within {}",
-                        self.target,
-                        human(self.timeout)
-                    ),
-                    hint: "the server stopped answering mid-collection; check it with `mariadb-admin ping` or raise --timeout".into(),
-                })
-            }
+            Err(_) => Err(self.timed_out()),
         }
     }
 
@@ -231,11 +215,7 @@ impl Session {
         mut f: impl FnMut(TextRow) + Send,
     ) -> Result<u64, DbError> {
         let Some(conn) = self.conn.as_mut() else {
-            return Err(DbError {
-                kind: DbErrorKind::Timeout,
-                message: "skipped: an earlier statement timed out".into(),
-                hint: String::new(),
-            });
+            return Err(skipped());
         };
         self.statements += 1;
         let read = async {
@@ -252,18 +232,22 @@ impl Session {
         match tokio::time::timeout(self.timeout, read).await {
             Ok(Ok(n)) => Ok(n),
             Ok(Err(e)) => Err(classify_query(&e, &self.target)),
-            Err(_) => {
-                self.conn = None;
-                Err(DbError {
-                    kind: DbErrorKind::Timeout,
-                    message: format!(
-                        "{}: a statement got no answer within {}",
-                        self.target,
-                        human(self.timeout)
-                    ),
-                    hint: "the server stopped answering mid-collection; check it with `mariadb-admin ping` or raise --timeout".into(),
-                })
-            }
+            Err(_) => Err(self.timed_out()),
+        }
+    }
+
+    /// A statement past the deadline: the connection is dropped without waiting on it (the
+    /// server is not answering), so the sample's later statements are skipped.
+    fn timed_out(&mut self) -> DbError {
+        self.conn = None;
+        DbError {
+            kind: DbErrorKind::Timeout,
+            message: format!(
+                "{}: a statement got no answer within {}",
+                self.target,
+                human(self.timeout)
+            ),
+            hint: "the server stopped answering mid-collection; check it with `mariadb-admin ping` or raise --timeout".into(),
         }
     }
 
@@ -299,6 +283,15 @@ pub(crate) fn human(d: Duration) -> String {
         format!("{} s", d.as_secs())
     } else {
         format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// A statement not sent because an earlier one timed out (the connection is gone).
+fn skipped() -> DbError {
+    DbError {
+        kind: DbErrorKind::Timeout,
+        message: "skipped: an earlier statement timed out".into(),
+        hint: String::new(),
     }
 }
 
