@@ -1,5 +1,6 @@
-//! PD801 on a real server whose datadir is on a small filesystem (a tmpfs that `tests/run.sh`
-//! mounts for the `tiny` server): filled past the limit it fails, freed it passes. Swap and a
+//! PD801 and PD807 on a real server whose datadir is on a small filesystem (a tmpfs that
+//! `tests/run.sh` mounts for the `tiny` server): filled past the limit — space, then inodes —
+//! it fails, freed it passes. Swap and a
 //! saturated disk cannot be produced on this VM: PD504 and PD802 are covered by their unit
 //! tests and by the recorded window of tests/fixtures/linux/x86-swapping-saturated-datadir
 //! (tests/it/linux_fixtures.rs); here PD802 must say why it could not judge a tmpfs (no block
@@ -107,13 +108,103 @@ fn record_sh_records_a_window_and_free_space_that_replay() {
     assert!(fs.iter().any(|f| f.roles.contains(&"datadir".to_owned())));
 }
 
-#[test]
-fn a_nearly_full_datadir_fails_pd801_and_freeing_it_passes() {
-    let server = Server::get("tiny");
-    let mount = PathBuf::from(
+/// The `tiny` server's filesystem is filled by two tests: one at a time.
+fn tiny_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn tiny_mount() -> PathBuf {
+    PathBuf::from(
         std::env::var("POWERDIAG_IT_TINY_DIR")
             .expect("POWERDIAG_IT_TINY_DIR: start the servers with tests/run.sh"),
+    )
+}
+
+/// (total, free) inodes of the filesystem at `path`, as `stat -f` prints them.
+fn inodes(path: &std::path::Path) -> (u64, u64) {
+    let out = std::process::Command::new("stat")
+        .args(["-f", "-c", "%c %d"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let n: Vec<u64> = text
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (n[0], n[1])
+}
+
+/// Sets the tmpfs's inode count (`mount -o remount,nr_inodes=N`).
+fn set_inodes(mount: &std::path::Path, n: u64) {
+    let st = std::process::Command::new("mount")
+        .args(["-o", &format!("remount,nr_inodes={n}")])
+        .arg(mount)
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "remount {} with nr_inodes={n}",
+        mount.display()
     );
+}
+
+/// Puts the tmpfs's inode count back, whatever the test did.
+struct InodesBack(PathBuf, u64);
+
+impl Drop for InodesBack {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.join("inode-fill"));
+        set_inodes(&self.0, self.1);
+    }
+}
+
+/// The tmpfs gets room for only 500 more files, then files take all but 2% of its inodes:
+/// PD807 is critical, naming the datadir; removed, it passes.
+#[test]
+fn an_inode_starved_datadir_fails_pd807_and_freeing_them_passes() {
+    let _tiny = tiny_lock();
+    let server = Server::get("tiny");
+    let mount = tiny_mount();
+    let report = || doctor_json(&server.root_url(), &["--no-probe", "--sample-window", "0"]);
+    let pd807 = check(&report().json(), "PD807").clone();
+    assert_eq!(pd807["status"], "pass", "{pd807:#}");
+
+    let (total, free) = inodes(&mount);
+    let _back = InodesBack(mount.clone(), total);
+    let cap = total - free + 500;
+    set_inodes(&mount, cap);
+    let (cap_seen, free) = inodes(&mount);
+    assert_eq!(cap_seen, cap);
+    let dir = mount.join("inode-fill");
+    std::fs::create_dir(&dir).unwrap();
+    // Leave 2% free: below PD807's 3% critical line (the directory took one).
+    let leave = cap * 2 / 100;
+    for i in 0..free - 1 - leave {
+        std::fs::File::create(dir.join(i.to_string())).unwrap();
+    }
+    let j = report().json();
+    let pd807 = check(&j, "PD807");
+    assert_eq!(pd807["status"], "fail", "{pd807:#}");
+    assert_eq!(pd807["severity"], "critical", "{pd807:#}");
+    assert!(
+        pd807["summary"].as_str().unwrap().contains("datadir"),
+        "{pd807:#}"
+    );
+
+    // Freed: passes again.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let pd807 = check(&report().json(), "PD807").clone();
+    assert_eq!(pd807["status"], "pass", "{pd807:#}");
+}
+
+#[test]
+fn a_nearly_full_datadir_fails_pd801_and_freeing_it_passes() {
+    let _tiny = tiny_lock();
+    let server = Server::get("tiny");
+    let mount = tiny_mount();
     let fill = mount.join("fill");
     let _ = std::fs::remove_file(&fill);
     let report = || doctor_json(&server.root_url(), &["--no-probe", "--sample-window", "0"]);

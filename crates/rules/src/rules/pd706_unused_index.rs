@@ -107,24 +107,24 @@ impl Rule for UnusedIndex {
         found.sort_by_key(|(t, i)| std::cmp::Reverse((t.writes.unwrap_or(0), i.bytes.unwrap_or(0))));
         let bytes: u64 = found.iter().filter_map(|(_, i)| i.bytes).sum();
         let evidence = shown(&found, |(t, i)| {
-                let mut cost = Vec::new();
-                if let Some(w) = t.writes {
-                    cost.push(format!("{w} rows written to its table"));
+            let mut cost = Vec::new();
+            if let Some(w) = t.writes {
+                cost.push(format!("{w} rows written to its table"));
+            }
+            if let Some(b) = i.bytes {
+                cost.push(format_bytes(b));
+            }
+            format!(
+                "{}: {}: no row read in {}{}",
+                t.display(),
+                i.definition(),
+                format_secs(uptime),
+                if cost.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", cost.join(", "))
                 }
-                if let Some(b) = i.bytes {
-                    cost.push(format_bytes(b));
-                }
-                format!(
-                    "{}: {}: no row read in {}{}",
-                    t.display(),
-                    i.definition(),
-                    format_secs(uptime),
-                    if cost.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", cost.join(", "))
-                    }
-                )
+            )
         });
         let ddl = shown(&found, |(t, i)| {
             ddl_line(t, "drop its index", |q| {

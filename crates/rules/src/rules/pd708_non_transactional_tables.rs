@@ -85,17 +85,17 @@ impl Rule for NonTransactionalTables {
         }
         found.sort_by_key(|t| std::cmp::Reverse((t.writes.unwrap_or(0), t.data_bytes.unwrap_or(0))));
         let evidence = shown(&found, |t| {
-                let mut what = vec![t.engine.clone().unwrap_or_default()];
-                if let Some(w) = t.writes.filter(|w| *w > 0) {
-                    what.push(format!("{w} rows written since statistics began"));
-                }
-                if let Some(a) = ago(t) {
-                    what.push(format!("last written {} ago", format_secs(a)));
-                }
-                if let Some(b) = t.data_bytes {
-                    what.push(format_bytes(b));
-                }
-                format!("{}: {}", t.display(), what.join(", "))
+            let mut what = vec![t.engine.clone().unwrap_or_default()];
+            if let Some(w) = t.writes.filter(|w| *w > 0) {
+                what.push(format!("{w} rows written since statistics began"));
+            }
+            if let Some(a) = ago(t) {
+                what.push(format!("last written {} ago", format_secs(a)));
+            }
+            if let Some(b) = t.data_bytes {
+                what.push(format_bytes(b));
+            }
+            format!("{}: {}", t.display(), what.join(", "))
         });
         let ddl = shown(&found, |t| {
             ddl_line(t, "convert it", |q| Some(format!("ALTER TABLE {q} ENGINE=InnoDB;")))
