@@ -29,7 +29,9 @@ mapfile -t PACKAGES < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE
 COMPILERS=(gcc powerpc64le-linux-gnu-gcc aarch64-linux-gnu-gcc clang)
 TOOLS=(cc make pkg-config curl debootstrap mariadb /usr/sbin/mariadbd mariadb-install-db prometheus
     promtool amtool systemd-analyze shellcheck rpm readelf qemu-aarch64-static qemu-ppc64le-static
-    python3 jsonnet openssl sysbench)
+    python3 jsonnet openssl sysbench
+    # tests/harness/journald.sh: a private journald for the journal test
+    unshare nsenter systemd-cat /lib/systemd/systemd-journald)
 
 KEY=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$HERE/packages.txt" | sha256sum | cut -c1-16)
 ROOT=$POWERDIAG_CACHE_DIR/bookworm-verify-$KEY
