@@ -7,8 +7,10 @@
 //! table being written. Doctor fails each rule naming exactly those; the DDL the findings
 //! print, applied as printed, makes them pass — for doctor, and for an agent within two
 //! samples (its schema is read again after DDL). PD706 judges after `min_period`, lowered to
-//! a second here; on 10.11 (performance_schema OFF) it says what is missing. The collector is
-//! off by default (information_schema opens every table): the tests turn it on.
+//! a second here; on 10.11 (performance_schema OFF) it says what is missing. A prefix index
+//! (`name(10)`) beside `(name, x)` looks redundant in InnoDB's dictionary, which keeps no
+//! prefix lengths: the read opens that table to learn it is not. The collector is on by
+//! default: nothing turns it on here.
 
 use std::time::Duration;
 
@@ -29,11 +31,13 @@ const SETUP: &[&str] = &[
     "INSERT INTO pd_schema.sessions VALUES (1, 1), (2, 2), (3, 3)",
     "UPDATE pd_schema.sessions SET v = v + 1",
     "CREATE TABLE pd_schema.shops (id INT PRIMARY KEY) ENGINE=InnoDB",
+    "CREATE TABLE pd_schema.pref (id INT PRIMARY KEY, name VARCHAR(100), x INT, KEY k_n10 (name(10)), KEY k_nx (name, x)) ENGINE=InnoDB",
     "CREATE TABLE pd_schema.used (id INT PRIMARY KEY, u INT, n INT, shop_id INT, KEY k_used (u), KEY k_unused (n), KEY k_fk (shop_id), CONSTRAINT fk_shop FOREIGN KEY (shop_id) REFERENCES pd_schema.shops (id)) ENGINE=InnoDB",
     "INSERT INTO pd_schema.shops VALUES (1)",
     "INSERT INTO pd_schema.used SELECT seq, seq % 10, seq % 7, 1 FROM pd_schema.seq_1_to_100",
     "INSERT INTO pd_schema.dup SELECT seq, seq, seq FROM pd_schema.seq_1_to_100",
     "INSERT INTO pd_schema.uniq SELECT seq, seq, seq FROM pd_schema.seq_1_to_100",
+    "INSERT INTO pd_schema.pref SELECT seq, CONCAT('n', seq % 10), seq FROM pd_schema.seq_1_to_100",
 ];
 
 /// The workload: reads through every secondary index but `used.k_unused` (and `k_fk`, which
@@ -43,6 +47,8 @@ const WORKLOAD: &[&str] = &[
     "SELECT COUNT(*) FROM pd_schema.dup FORCE INDEX (k_a) WHERE a = 3",
     "SELECT COUNT(*) FROM pd_schema.dup FORCE INDEX (k_ab) WHERE a = 3 AND b = 3",
     "SELECT COUNT(*) FROM pd_schema.uniq FORCE INDEX (k_ab) WHERE a = 3 AND b = 3",
+    "SELECT COUNT(*) FROM pd_schema.pref FORCE INDEX (k_n10) WHERE name = 'n3'",
+    "SELECT COUNT(*) FROM pd_schema.pref FORCE INDEX (k_nx) WHERE name = 'n3' AND x = 3",
 ];
 
 /// The workload again after the fixes: `ALTER TABLE` restarts a table's counts.
@@ -58,9 +64,8 @@ const WORKLOAD_AFTER: &[&str] = &[
 /// PD706 judges after a second of statistics instead of a week.
 const QUICK_PD706: &str = "[rules.thresholds.PD706]\nmin_period = 1\n";
 
-/// The agent's configuration: the schema collector on (off by default), PD706 quick.
-const AGENT: &str =
-    "[collectors]\nmariadb_schema = true\n[rules.thresholds.PD706]\nmin_period = 1\n";
+/// The agent's configuration: PD706 quick.
+const AGENT: &str = QUICK_PD706;
 
 const CODES: [&str; 3] = ["PD705", "PD707", "PD708"];
 
@@ -82,8 +87,6 @@ fn doctor(server: &Server) -> Value {
             "0",
             "--config.file",
             cfg.to_str().unwrap(),
-            // Off by default (information_schema opens every table).
-            "--collector.mariadb_schema",
         ],
     )
     .json()
@@ -123,6 +126,10 @@ fn scenario(name: &str, performance_schema: bool) {
     assert!(
         !evidence.contains("u_a") && !evidence.contains("uniq"),
         "the UNIQUE key is never the one to drop: {text}"
+    );
+    assert!(
+        !evidence.contains("k_n10"),
+        "a prefix of `name` is no prefix of `(name, x)`: {text}"
     );
     assert_eq!(
         printed_ddl(pd705),

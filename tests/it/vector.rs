@@ -96,6 +96,8 @@ pub(crate) async fn prepare(server: &Server) {
         format!("GRANT SELECT ON performance_schema.* TO '{MON_USER}'@'127.0.0.1'"),
         format!("GRANT SELECT ON powerdiag_it.docs TO '{MON_USER}'@'127.0.0.1'"),
         format!("GRANT SELECT ON mysql.innodb_table_stats TO '{MON_USER}'@'127.0.0.1'"),
+        format!("GRANT SELECT ON mysql.innodb_index_stats TO '{MON_USER}'@'127.0.0.1'"),
+        format!("GRANT SHOW VIEW ON *.* TO '{MON_USER}'@'127.0.0.1'"),
         format!(
             "CREATE USER IF NOT EXISTS '{BARE_USER}'@'127.0.0.1' IDENTIFIED BY '{BARE_PASSWORD}'"
         ),

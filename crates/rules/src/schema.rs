@@ -6,9 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 /// The user tables (system schemas excluded) and their indexes. To stay small at 100,000
-/// tables, only the tables a schema rule can judge are listed — another engine than InnoDB, no
-/// clustered key, or two B-tree indexes or more — largest first and at most `[schema]
-/// max_tables`; the others are counted.
+/// tables, only the tables a schema rule can judge are listed (see [`Schema::lists`]), largest
+/// first and at most `[schema] max_tables`; the others are counted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Schema {
     /// Where the facts came from (`information_schema.TABLES and STATISTICS`).
@@ -49,15 +48,12 @@ impl Schema {
     }
 
     /// Whether the collector lists `t` (see [`Schema`]): another engine than InnoDB, no
-    /// clustered key, two B-tree indexes or more, or a non-unique index never read.
+    /// clustered key, an index that is a left prefix of another by column names, or a
+    /// non-unique index never read.
     pub fn lists(t: &Table) -> bool {
         !t.is_engine("InnoDB")
             || t.clustered_key().is_none()
-            || t.indexes
-                .iter()
-                .filter(|i| i.kind.eq_ignore_ascii_case("BTREE"))
-                .count()
-                >= 2
+            || t.has_prefix_by_names()
             || t.indexes.iter().any(|i| !i.unique && i.reads == Some(0))
     }
 }
@@ -90,6 +86,12 @@ pub struct Table {
     pub created_at: Option<i64>,
     /// Its indexes in the server's order (`PRIMARY` first).
     pub indexes: Vec<Index>,
+    /// Its indexes come from InnoDB's dictionary, which does not keep column prefix lengths
+    /// (`KEY (name(10))` reads as `KEY (name)`), and `information_schema` was not read for
+    /// them (the per-read cap on opened tables, or an account it does not show the table
+    /// to): PD705 does not judge it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prefix_lengths_unknown: bool,
     /// The column lists of its foreign keys, as the child (its columns) and as the parent
     /// (the referenced ones): each needs an index starting with them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -115,26 +117,39 @@ impl Table {
         )
     }
 
+    /// Whether a non-unique B-tree index's columns are the first columns of another B-tree
+    /// index by name alone (prefix lengths aside): what PD705 judges, once they are known.
+    pub fn has_prefix_by_names(&self) -> bool {
+        let btree = || {
+            self.indexes
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.kind.eq_ignore_ascii_case("BTREE"))
+        };
+        btree().any(|(ai, a)| {
+            !a.unique
+                && !a.columns.is_empty()
+                && btree().any(|(bi, b)| {
+                    bi != ai
+                        && a.columns.len() <= b.columns.len()
+                        && a.columns
+                            .iter()
+                            .zip(&b.columns)
+                            .all(|(x, y)| x.name.eq_ignore_ascii_case(&y.name))
+                })
+        })
+    }
+
     pub fn is_engine(&self, engine: &str) -> bool {
         self.engine
             .as_deref()
             .is_some_and(|e| e.eq_ignore_ascii_case(engine))
     }
 
-    /// The index InnoDB clusters the rows by: `PRIMARY`, else the first UNIQUE index whose
-    /// columns are all NOT NULL; `None` means InnoDB invented a hidden row id
-    /// (`GEN_CLUST_INDEX`).
+    /// The index InnoDB clusters the rows by (see [`Index::clustered`]); `None` means InnoDB
+    /// invented a hidden row id (`GEN_CLUST_INDEX`).
     pub fn clustered_key(&self) -> Option<&Index> {
-        self.indexes.iter().find(|i| i.is_primary()).or_else(|| {
-            self.indexes.iter().find(|i| {
-                i.unique
-                    && i.kind.eq_ignore_ascii_case("BTREE")
-                    && !i.columns.is_empty()
-                    && i.columns
-                        .iter()
-                        .all(|c| !c.nullable && c.sub_part.is_none())
-            })
-        })
+        self.indexes.iter().find(|i| i.clustered)
     }
 }
 
@@ -146,6 +161,11 @@ pub struct Index {
     pub unique: bool,
     /// `BTREE`, `HASH`, `FULLTEXT`, `SPATIAL` (`RTREE`), `VECTOR`.
     pub kind: String,
+    /// The index InnoDB stores the rows in: `PRIMARY`, else the first UNIQUE key whose
+    /// columns are all NOT NULL (InnoDB's dictionary says; from `information_schema` it is
+    /// worked out the same way). Never set on another engine's table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clustered: bool,
     /// Its columns in order.
     pub columns: Vec<IndexColumn>,
     /// Its size, bytes, when the engine says (InnoDB's persistent statistics).
@@ -227,7 +247,6 @@ pub struct IndexColumn {
     /// Indexed prefix length (`SUB_PART`), characters or bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub_part: Option<u64>,
-    pub nullable: bool,
 }
 
 /// An identifier for DDL printed in a report: in backticks, a backtick doubled; `None` for a
@@ -284,7 +303,6 @@ mod tests {
         IndexColumn {
             name: name.into(),
             sub_part: None,
-            nullable: false,
         }
     }
 
@@ -294,6 +312,7 @@ mod tests {
             unique,
             kind: "BTREE".into(),
             columns: cols.iter().map(|c| col(c)).collect(),
+            clustered: false,
             bytes: None,
             reads: None,
         }
@@ -320,12 +339,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(t.clustered_key(), None);
-        // A UNIQUE NOT NULL key is InnoDB's clustered index; a nullable one is not.
         let mut u = index("u", true, &["x"]);
-        u.columns[0].nullable = true;
         t.indexes.push(u.clone());
         assert_eq!(t.clustered_key(), None);
-        u.columns[0].nullable = false;
+        u.clustered = true;
         t.indexes.push(u);
         assert_eq!(t.clustered_key().map(|i| i.name.as_str()), Some("u"));
         assert_eq!(t.quoted().as_deref(), Some("`s`.`t`"));

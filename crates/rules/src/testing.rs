@@ -673,18 +673,18 @@ pub fn digest(text: &str, calls: u64, time_us: u64, examined: u64, sent: u64) ->
 /// 2026-11-27T20:00:00Z: the `taken_at` of [`with_tables`]' snapshots.
 pub const SCHEMA_NOW: i64 = 1_795_809_600;
 
-/// A B-tree index on NOT NULL columns, 16 MiB, reads unknown.
+/// A B-tree index, 16 MiB, reads unknown; `PRIMARY` is the clustered one.
 pub fn schema_index(name: &str, unique: bool, cols: &[&str]) -> crate::Index {
     crate::Index {
         name: name.into(),
         unique,
         kind: "BTREE".into(),
+        clustered: name == "PRIMARY",
         columns: cols
             .iter()
             .map(|c| crate::IndexColumn {
                 name: (*c).into(),
                 sub_part: None,
-                nullable: false,
             })
             .collect(),
         bytes: Some(16 << 20),
@@ -692,7 +692,8 @@ pub fn schema_index(name: &str, unique: bool, cols: &[&str]) -> crate::Index {
     }
 }
 
-/// A table of schema `shop`: 50,000 rows, 8 MiB of data and 4 MiB of indexes.
+/// A table of schema `shop`: 50,000 rows, 8 MiB of data and 4 MiB of indexes, created 30 days
+/// before [`SCHEMA_NOW`].
 pub fn schema_table(name: &str, engine: &str, indexes: Vec<crate::Index>) -> crate::Table {
     crate::Table {
         schema: "shop".into(),
@@ -701,6 +702,7 @@ pub fn schema_table(name: &str, engine: &str, indexes: Vec<crate::Index>) -> cra
         rows: Some(50_000),
         data_bytes: Some(8 << 20),
         index_bytes: Some(4 << 20),
+        created_at: Some(SCHEMA_NOW - 30 * 86_400),
         indexes,
         ..Default::default()
     }

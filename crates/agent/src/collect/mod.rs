@@ -369,11 +369,7 @@ mod collector_tests {
         );
         assert!(s.is_enabled(find("swap").unwrap()), "the later choice wins");
         let all = collectors();
-        // mariadb_schema is off by default.
-        assert_eq!(
-            s.disabled(&all).collect::<Vec<_>>(),
-            ["mariadb_schema", "cpu"]
-        );
+        assert_eq!(s.disabled(&all).collect::<Vec<_>>(), ["cpu"]);
         let e =
             Selection::from_choices(&collectors(), [("cpus", false)], Source::Config).unwrap_err();
         assert!(

@@ -408,10 +408,9 @@ mod tests {
     fn collectors_by_name() {
         let c = Config::parse("[collectors]\ncpu = false\nswap = false\n", "agent.toml").unwrap();
         let all = crate::collect::collectors();
-        // mariadb_schema is off by default.
         assert_eq!(
             c.selection.disabled(&all).collect::<Vec<_>>(),
-            ["mariadb_schema", "cpu", "swap"]
+            ["cpu", "swap"]
         );
         let e = Config::parse("[collectors]\ncpus = false\n", "agent.toml")
             .unwrap_err()
@@ -424,10 +423,7 @@ mod tests {
             Selection::from_choices(&all, [("swap", true), ("memory", false)], Source::Flags)
                 .unwrap();
         let both = c.selection.overridden_by(&flags);
-        assert_eq!(
-            both.disabled(&all).collect::<Vec<_>>(),
-            ["mariadb_schema", "cpu", "memory"]
-        );
+        assert_eq!(both.disabled(&all).collect::<Vec<_>>(), ["cpu", "memory"]);
         let cpu = crate::collect::find_collector("cpu").unwrap();
         let e = both.gate(cpu, None).unwrap_err().to_string();
         assert_eq!(

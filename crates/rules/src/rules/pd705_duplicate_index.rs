@@ -43,6 +43,9 @@ pub(crate) struct Redundant<'a> {
     pub(crate) covered_by: &'a Index,
 }
 
+/// Why a table's prefix lengths are unknown.
+const WHY_UNKNOWN: &str = "InnoDB's dictionary does not keep column prefix lengths and information_schema was not read for them (at most 500 tables are opened per read; an account without SHOW VIEW does not see the table there)";
+
 fn btree(i: &Index) -> bool {
     i.kind.eq_ignore_ascii_case("BTREE")
 }
@@ -75,7 +78,33 @@ pub(crate) fn redundant(table: &Table) -> Vec<Redundant<'_>> {
 impl Rule for DuplicateIndex {
     fn check(&self, s: &Snapshot, _limits: &Limits) -> Result<Verdict, Verdict> {
         let schema = s.db()?.schema_facts()?;
-        let mut found: Vec<Redundant> = schema.tables.iter().flat_map(redundant).collect();
+        let mut found: Vec<Redundant> = schema
+            .tables
+            .iter()
+            .filter(|t| !t.prefix_lengths_unknown)
+            .flat_map(redundant)
+            .collect();
+        // Read from InnoDB's dictionary without their prefix lengths: `KEY (a(10))` may not
+        // be a prefix of `KEY (a, b)`, so they are counted, not judged.
+        let unknown = schema
+            .tables
+            .iter()
+            .filter(|t| t.prefix_lengths_unknown && !redundant(t).is_empty())
+            .count();
+        let unknown_note = if unknown > 0 {
+            format!(
+                "; {unknown} table(s) whose indexes look redundant by column names not judged ({WHY_UNKNOWN})"
+            )
+        } else {
+            String::new()
+        };
+        if found.is_empty() && unknown > 0 {
+            return Err(Verdict::insufficient(format!(
+                "{unknown} table(s) have an index that looks like a left prefix of another by column names, but {WHY_UNKNOWN}; no other index is redundant in {} table(s){}",
+                schema.tables_total,
+                schema.left_out_note()
+            )));
+        }
         if found.is_empty() {
             return Ok(Verdict::pass(format!(
                 "no index is a left prefix of another in {} table(s){}",
@@ -124,7 +153,7 @@ impl Rule for DuplicateIndex {
                 String::new()
             },
             schema.left_out_note()
-        ))
+        ) + &unknown_note)
         .with_evidence_lines(evidence)
         .with_remediation(format!(
             "Drop them (text only: powerdiag never runs it; check no query forces these indexes with USE/FORCE INDEX first):\n{}",
@@ -168,6 +197,26 @@ pub(crate) mod tests {
             ],
         )]);
         assert_eq!(verdict(&DuplicateIndex, &fixed).status, Status::Pass);
+    }
+
+    /// Read from InnoDB's dictionary without prefix lengths: not judged, and alone it is
+    /// `insufficient_data` naming why; beside a judged redundant index it is counted.
+    #[test]
+    fn unknown_prefix_lengths_are_counted_not_judged() {
+        let crate::Gathered::Available(mut sc) = failing_example().mariadb.facts.unwrap().schema else { unreachable!() };
+        let mut t = sc.tables.remove(0);
+        t.prefix_lengths_unknown = true;
+        let v = verdict(&DuplicateIndex, &with_tables(vec![t.clone()]));
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("1 table(s) have an index that looks like a left prefix"), "{v:?}");
+        assert!(v.summary.contains("prefix lengths"), "{v:?}");
+        let mut judged = t.clone();
+        judged.name = "judged".into();
+        judged.prefix_lengths_unknown = false;
+        let v = verdict(&DuplicateIndex, &with_tables(vec![judged, t]));
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert_eq!(v.evidence.len(), 1, "{v:?}");
+        assert!(v.summary.contains("1 table(s) whose indexes look redundant by column names not judged"), "{v:?}");
     }
 
     /// A UNIQUE key is never the one to drop; the PRIMARY key covers a prefix of itself;

@@ -75,12 +75,18 @@ impl Rule for UnusedIndex {
             )));
         }
         let now = s.taken()?.unix_timestamp();
-        // A table rebuilt within the period has counts since then only.
-        let recent = |t: &Table| t.created_at.is_some_and(|c| now - c < min as i64);
+        // A table rebuilt within the period has counts since then only; one whose creation
+        // time was not read (not opened by the bounded read) is not judged either.
+        let recent = |t: &Table| t.created_at.is_none_or(|c| now - c < min as i64);
+        let unknown = schema
+            .tables
+            .iter()
+            .filter(|t| t.created_at.is_none() && t.indexes.iter().any(|i| judged(i, t) && i.reads == Some(0)))
+            .count();
         let waiting = schema
             .tables
             .iter()
-            .filter(|t| recent(t) && t.indexes.iter().any(|i| judged(i, t)))
+            .filter(|t| t.created_at.is_some() && recent(t) && t.indexes.iter().any(|i| judged(i, t)))
             .count();
         let mut found: Vec<(&Table, &Index)> = schema
             .tables
@@ -97,6 +103,20 @@ impl Rule for UnusedIndex {
         } else {
             String::new()
         };
+        let waiting_note = if unknown > 0 {
+            format!(
+                "{waiting_note}; {unknown} table(s) with an unread index not judged: their creation time (when their counts restarted) was not read (the read opens a bounded number of tables)"
+            )
+        } else {
+            waiting_note
+        };
+        if found.is_empty() && unknown > 0 {
+            return Err(Verdict::insufficient(format!(
+                "no judged index is unread in {} since the server started{}{waiting_note}",
+                format_secs(uptime),
+                schema.left_out_note()
+            )));
+        }
         if found.is_empty() {
             return Ok(Verdict::pass(format!(
                 "every judged index was read in the last {} (since the server started){}{waiting_note}",
@@ -223,5 +243,18 @@ pub(crate) mod tests {
         let v = verdict(&UnusedIndex, &s);
         assert_eq!(v.status, Status::Pass, "{v:?}");
         assert!(v.summary.contains("1 table(s) created or rebuilt within 7 d 0 h"), "{v:?}");
+    }
+
+    /// A creation time not read (the table was not opened): its counts may have restarted
+    /// yesterday, so it is not judged; alone, that is `insufficient_data`.
+    #[test]
+    fn an_unknown_creation_time_is_not_judged() {
+        let mut s = failing_example();
+        if let crate::Gathered::Available(sc) = &mut s.mariadb.facts.as_mut().unwrap().schema {
+            sc.tables[0].created_at = None;
+        }
+        let v = verdict(&UnusedIndex, &s);
+        assert_eq!(v.status, Status::InsufficientData, "{v:?}");
+        assert!(v.summary.contains("1 table(s) with an unread index not judged: their creation time"), "{v:?}");
     }
 }

@@ -127,9 +127,10 @@ pub(crate) mod tests {
     #[test]
     fn a_unique_not_null_key_clusters_and_passes() {
         let mut u = index("u", true, &["code"]);
+        u.clustered = true;
         let t = table("t", "InnoDB", vec![u.clone()]);
         assert_eq!(verdict(&TableWithoutPrimaryKey, &with_tables(vec![t])).status, Status::Pass);
-        u.columns[0].nullable = true;
+        u.clustered = false;
         let t = table("t", "InnoDB", vec![u]);
         assert_eq!(verdict(&TableWithoutPrimaryKey, &with_tables(vec![t])).status, Status::Fail);
     }

@@ -15,6 +15,7 @@ mod option_file;
 mod part;
 mod probe;
 mod schema;
+mod schema_dictionary;
 mod server;
 mod session;
 mod settings;

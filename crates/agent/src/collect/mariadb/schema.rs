@@ -20,6 +20,7 @@ use std::{
 use powerdiag_rules::{Gathered, Index, IndexColumn, Schema, Table};
 
 use super::part::{Ctx, Part, PartFuture};
+use super::schema_dictionary::Dictionary;
 use super::server::ChangeMark;
 use super::session::{Session, TextRow, tcol, tcol_u64};
 use super::vector::SCHEMA_CHANGES;
@@ -29,18 +30,61 @@ use crate::collect::collector::{Descriptor, Requires};
 /// The schemas never read (the server's own).
 const SYSTEM: &str = "('mysql', 'information_schema', 'performance_schema', 'sys')";
 
-fn tables_sql() -> String {
+/// InnoDB's tables: `db/table`, file-name encoded; partitions `t#P#p0` (needs PROCESS).
+const SYS_TABLES_SQL: &str = "SELECT TABLE_ID, NAME FROM information_schema.INNODB_SYS_TABLES";
+
+/// Each InnoDB index: its table, kind bits (1 clustered, 2 unique, 32 FULLTEXT, 64 SPATIAL).
+const SYS_INDEXES_SQL: &str =
+    "SELECT TABLE_ID, INDEX_ID, NAME, TYPE FROM information_schema.INNODB_SYS_INDEXES";
+
+/// Each InnoDB index's columns in order (no prefix lengths: see `schema_dictionary.rs`).
+const SYS_FIELDS_SQL: &str = "SELECT INDEX_ID, NAME FROM information_schema.INNODB_SYS_FIELDS";
+
+/// Each InnoDB table's rows and sizes from its persistent statistics.
+const TABLE_STATS_SQL: &str = "SELECT database_name, table_name, n_rows, \
+     clustered_index_size * @@innodb_page_size, sum_of_other_index_sizes * @@innodb_page_size \
+     FROM mysql.innodb_table_stats";
+
+/// The names the account may see, from the `.frm` listing alone (a directory read: no table
+/// is opened).
+fn names_sql() -> String {
     format!(
-        "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, TABLE_ROWS, DATA_LENGTH, INDEX_LENGTH, \
-         UNIX_TIMESTAMP(UPDATE_TIME), UNIX_TIMESTAMP(CREATE_TIME) FROM information_schema.TABLES \
-         WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN {SYSTEM}"
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA NOT IN {SYSTEM}"
     )
 }
 
-fn statistics_sql() -> String {
+/// `(schema, table)` pairs as an `IN` list of hex literals (any name, no quoting to get
+/// wrong); the server opens only these tables. None is `FALSE`: the statement is still sent,
+/// so a read sends the same statements whatever the schema.
+fn in_list(tables: &[(String, String)]) -> String {
+    if tables.is_empty() {
+        return "FALSE".into();
+    }
+    let hex = |s: &str| -> String { s.bytes().map(|b| format!("{b:02X}")).collect() };
+    let pairs: Vec<String> = tables
+        .iter()
+        .map(|(s, t)| format!("(_utf8mb4 X'{}', _utf8mb4 X'{}')", hex(s), hex(t)))
+        .collect();
+    format!("(TABLE_SCHEMA, TABLE_NAME) IN ({})", pairs.join(", "))
+}
+
+/// What only an opened table tells: engine, rows, sizes, last write, creation.
+fn tables_sql(tables: &[(String, String)]) -> String {
+    format!(
+        "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, TABLE_ROWS, DATA_LENGTH, INDEX_LENGTH, \
+         UNIX_TIMESTAMP(UPDATE_TIME), UNIX_TIMESTAMP(CREATE_TIME), TABLE_TYPE \
+         FROM information_schema.TABLES WHERE {}",
+        in_list(tables)
+    )
+}
+
+/// Every index column of the given tables, with prefix lengths and nullability.
+fn statistics_sql(tables: &[(String, String)]) -> String {
     format!(
         "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, NON_UNIQUE, INDEX_TYPE, COLUMN_NAME, \
-         SUB_PART, NULLABLE FROM information_schema.STATISTICS WHERE TABLE_SCHEMA NOT IN {SYSTEM}"
+         SUB_PART, NULLABLE FROM information_schema.STATISTICS WHERE {}",
+        in_list(tables)
     )
 }
 
@@ -70,20 +114,22 @@ fn writes_sql() -> String {
     )
 }
 
+/// Tables a read opens at most (`information_schema` for what the dictionary lacks: other
+/// engines' tables, prefix lengths, creation times): ~0.65 ms of server CPU each, so ≤ ~0.3 s.
+pub(crate) const OPEN_MAX: usize = 500;
+
 /// How long the agent waits before reading again after a failed read.
 const RETRY: Duration = Duration::from_secs(600);
 
 /// How many tables the snapshot lists at most, by default.
 pub const DEFAULT_MAX_TABLES: usize = 2_000;
 
-/// Off by default: `information_schema.TABLES` and `STATISTICS` open every table, ~0.3 ms of
-/// server CPU per table each (3.1 s and 3.4 s at 10,000 tables, docs/performance.md), so a
-/// server with many tables pays seconds per read. Turn it on where that is acceptable; the
-/// dictionary-based read that bounds it is the next step (issue 36).
+/// On by default since it reads InnoDB's dictionary instead of opening every table (bounded
+/// cost at 100,000 tables: docs/performance.md).
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     name: "mariadb_schema",
-    help: "the user tables and their indexes for PD705-PD708 (information_schema.TABLES and STATISTICS, InnoDB's index sizes and foreign keys, performance_schema's index reads and table writes): one statement per source, but information_schema opens every table (~0.65 ms of server CPU per table per read), so off by default; the agent reads it daily and after DDL",
-    default_enabled: false,
+    help: "the user tables and their indexes for PD705-PD708 from InnoDB's dictionary (INNODB_SYS_TABLES, _INDEXES, _FIELDS, _FOREIGN, mysql.innodb_table_stats and innodb_index_stats), the .frm listing for other engines' tables, performance_schema's index reads and table writes; at most 500 tables opened per read; the agent reads it daily and after DDL",
+    default_enabled: true,
     requires: Requires::Nothing,
 };
 
@@ -92,34 +138,99 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
 pub(crate) struct Builder {
     tables: Vec<Table>,
     by_name: HashMap<(String, String), usize>,
+    /// (table, index) with a nullable column, from `information_schema.STATISTICS`.
+    nullable: std::collections::HashSet<(usize, String)>,
+    /// Dictionary indexes of tables being re-read (see [`Builder::reread_indexes`]).
+    set_aside: Vec<(usize, Vec<Index>)>,
 }
 
 impl Builder {
-    /// One row of [`tables_sql`].
+    /// The tables kept from InnoDB's dictionary.
+    pub(crate) fn from_tables(tables: Vec<Table>) -> Builder {
+        let mut b = Builder::default();
+        for t in tables {
+            b.push(t);
+        }
+        b
+    }
+
+    fn push(&mut self, t: Table) {
+        let key = (t.schema.clone(), t.name.clone());
+        if !self.by_name.contains_key(&key) {
+            self.by_name.insert(key, self.tables.len());
+            self.tables.push(t);
+        }
+    }
+
+    /// A name InnoDB does not know, to be filled by [`tables_sql`] (engine `None` until then).
+    pub(crate) fn other(&mut self, schema: &str, name: &str) {
+        self.push(Table {
+            schema: schema.to_owned(),
+            name: name.to_owned(),
+            ..Default::default()
+        });
+    }
+
+    /// One row of [`tables_sql`]: fills the table; a view is forgotten.
     pub(crate) fn table_row(&mut self, r: &TextRow) {
         let (Some(schema), Some(name)) = (tcol(r, 0), tcol(r, 1)) else {
             return;
         };
-        let i = self.tables.len();
-        self.tables.push(Table {
-            schema: schema.clone(),
-            name: name.clone(),
-            engine: tcol(r, 2),
-            rows: tcol_u64(r, 3),
-            data_bytes: tcol_u64(r, 4),
-            index_bytes: tcol_u64(r, 5),
-            writes: None,
-            updated_at: unix(tcol(r, 6)),
-            created_at: unix(tcol(r, 7)),
-            indexes: Vec::new(),
-            foreign_keys: Vec::new(),
-        });
-        self.by_name.insert((schema, name), i);
+        let Some(&i) = self.by_name.get(&(schema, name)) else {
+            return;
+        };
+        if tcol(r, 8).is_some_and(|t| t != "BASE TABLE") {
+            if let Some(t) = self.tables.get_mut(i) {
+                t.engine = None;
+                t.indexes.clear();
+            }
+            return;
+        }
+        let Some(t) = self.tables.get_mut(i) else {
+            return;
+        };
+        if let Some(e) = tcol(r, 2) {
+            t.engine = Some(e);
+        }
+        t.rows = tcol_u64(r, 3).or(t.rows);
+        t.data_bytes = tcol_u64(r, 4).or(t.data_bytes);
+        t.index_bytes = tcol_u64(r, 5).or(t.index_bytes);
+        t.updated_at = unix(tcol(r, 6)).or(t.updated_at);
+        t.created_at = unix(tcol(r, 7)).or(t.created_at);
     }
 
     fn table(&mut self, schema: &str, name: &str) -> Option<&mut Table> {
         let i = *self.by_name.get(&(schema.to_owned(), name.to_owned()))?;
         self.tables.get_mut(i)
+    }
+
+    /// Before [`statistics_sql`] re-reads a dictionary table's indexes with their prefix
+    /// lengths: sets them aside (see [`Builder::restore_unread`]), keeping which one InnoDB
+    /// clusters by.
+    pub(crate) fn reread_indexes(&mut self, schema: &str, name: &str) -> Option<String> {
+        let i = *self.by_name.get(&(schema.to_owned(), name.to_owned()))?;
+        let t = self.tables.get_mut(i)?;
+        let clustered = t.clustered_key().map(|i| i.name.clone());
+        self.set_aside.push((i, std::mem::take(&mut t.indexes)));
+        t.prefix_lengths_unknown = false;
+        clustered
+    }
+
+    /// After [`statistics_sql`]: a table it gave no row for (the account holds no privilege
+    /// on it, so `information_schema` does not show it; dropped since) keeps the dictionary's
+    /// indexes, prefix lengths unknown. Returns how many.
+    pub(crate) fn restore_unread(&mut self) -> usize {
+        let mut n = 0;
+        for (i, indexes) in std::mem::take(&mut self.set_aside) {
+            if let Some(t) = self.tables.get_mut(i)
+                && t.indexes.is_empty()
+            {
+                t.indexes = indexes;
+                t.prefix_lengths_unknown = true;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// One row of [`statistics_sql`] (a column of an index, in index order).
@@ -129,13 +240,18 @@ impl Builder {
         else {
             return;
         };
-        let Some(t) = self.table(&schema, &name) else {
+        let Some(&ti) = self.by_name.get(&(schema, name)) else {
+            return;
+        };
+        if tcol(r, 7).is_some_and(|n| n.eq_ignore_ascii_case("YES")) {
+            self.nullable.insert((ti, index.clone()));
+        }
+        let Some(t) = self.tables.get_mut(ti) else {
             return;
         };
         let col = IndexColumn {
             name: column,
             sub_part: tcol_u64(r, 6),
-            nullable: tcol(r, 7).is_some_and(|n| n.eq_ignore_ascii_case("YES")),
         };
         match t.indexes.iter_mut().find(|i| i.name == index) {
             Some(i) => i.columns.push(col),
@@ -143,10 +259,47 @@ impl Builder {
                 name: index,
                 unique: tcol_u64(r, 3) == Some(0),
                 kind: tcol(r, 4).unwrap_or_else(|| "BTREE".into()),
+                clustered: false,
                 columns: vec![col],
                 bytes: None,
                 reads: None,
             }),
+        }
+    }
+
+    /// After [`statistics_sql`] and [`tables_sql`]: the clustered index of each InnoDB table
+    /// whose indexes were read there (`reread`: the one the dictionary named, `None` for a
+    /// name it did not know) — the dictionary's, else `PRIMARY` or the first UNIQUE key of NOT
+    /// NULL whole columns, as InnoDB picks it.
+    pub(crate) fn mark_clustered(&mut self, reread: &HashMap<usize, Option<String>>) {
+        for (&ti, named) in reread {
+            let Some(t) = self.tables.get_mut(ti) else {
+                continue;
+            };
+            if !t.is_engine("InnoDB") || t.indexes.iter().any(|i| i.clustered) {
+                continue;
+            }
+            let pick = match named {
+                Some(named) => Some(named.clone()),
+                None => t
+                    .indexes
+                    .iter()
+                    .find(|i| i.is_primary())
+                    .or_else(|| {
+                        t.indexes.iter().find(|i| {
+                            i.unique
+                                && i.kind.eq_ignore_ascii_case("BTREE")
+                                && !self.nullable.contains(&(ti, i.name.clone()))
+                                && i.columns.iter().all(|c| c.sub_part.is_none())
+                        })
+                    })
+                    .map(|i| i.name.clone()),
+            };
+            if let Some(name) = pick
+                && let Some(i) = t.indexes.iter_mut().find(|i| i.name == name)
+            {
+                i.clustered = true;
+            }
         }
     }
 
@@ -228,25 +381,51 @@ impl Builder {
         }
     }
 
-    /// The snapshot's facts: counts of all, the tables a rule can judge (largest first, at
-    /// most `max_tables`). Tables with performance_schema's write counts read but none for
-    /// them were not written.
+    /// The tables (name pairs) `f` picks, at most `n`, in the builder's order.
+    fn pick(&self, n: usize, f: impl Fn(&Table) -> bool) -> Vec<(String, String)> {
+        self.tables
+            .iter()
+            .filter(|t| f(t))
+            .take(n)
+            .map(|t| (t.schema.clone(), t.name.clone()))
+            .collect()
+    }
+
+    /// The snapshot's facts: the tables a rule can judge (largest first, at most
+    /// `max_tables`). With performance_schema's write counts read, a table without one was not
+    /// written. A name never opened (the cap) or a view is dropped: `counts` say how many.
     pub(crate) fn finish(
         mut self,
         max_tables: usize,
         writes_read: bool,
         index_usage_unread: Option<String>,
         read_at: i64,
+        counts: Counts,
     ) -> Schema {
         if writes_read {
             for t in &mut self.tables {
                 t.writes.get_or_insert(0);
             }
         }
-        let tables_total = self.tables.len() as u64;
-        let innodb_tables = self.tables.iter().filter(|t| t.is_engine("InnoDB")).count() as u64;
-        let mut listed: Vec<Table> = self.tables.into_iter().filter(Schema::lists).collect();
-        let candidates = listed.len() as u64;
+        let before = self.tables.len() as u64;
+        let others_read = self
+            .tables
+            .iter()
+            .filter(|t| {
+                t.engine
+                    .as_ref()
+                    .is_some_and(|e| !e.eq_ignore_ascii_case("InnoDB"))
+            })
+            .count() as u64;
+        let mut listed: Vec<Table> = self
+            .tables
+            .into_iter()
+            .filter(|t| t.engine.is_some() && Schema::lists(t))
+            .collect();
+        // Kept for an index that might be unread, and it was read: not a candidate after all.
+        let dropped = before - listed.len() as u64;
+        let candidates = (counts.candidates + counts.others_listed + counts.others_unread)
+            .saturating_sub(dropped);
         listed.sort_by_key(|t| {
             std::cmp::Reverse(
                 t.data_bytes
@@ -257,7 +436,8 @@ impl Builder {
         listed.truncate(max_tables);
         Schema {
             source: format!(
-                "information_schema.TABLES and STATISTICS, mysql.innodb_index_stats{}",
+                "InnoDB's dictionary (INNODB_SYS_*, mysql.innodb_table_stats and innodb_index_stats), information_schema for {} table(s) it lacks{}",
+                counts.opened,
                 if writes_read {
                     ", performance_schema.table_io_waits_summary_by_table"
                 } else {
@@ -265,13 +445,28 @@ impl Builder {
                 }
             ),
             read_at: Some(read_at),
-            tables_total,
-            innodb_tables,
+            tables_total: counts.innodb_tables + others_read + counts.others_unread,
+            innodb_tables: counts.innodb_tables,
             candidates,
             tables: listed,
             index_usage_unread,
         }
     }
+}
+
+/// What the dictionary fold counted, for [`Builder::finish`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    /// InnoDB user tables.
+    pub(crate) innodb_tables: u64,
+    /// InnoDB tables a rule may judge (before the cap).
+    pub(crate) candidates: u64,
+    /// Names InnoDB does not know, opened (tables of other engines and views).
+    pub(crate) others_listed: u64,
+    /// Names InnoDB does not know, beyond the cap: not opened.
+    pub(crate) others_unread: u64,
+    /// Tables opened by the read.
+    pub(crate) opened: u64,
 }
 
 /// `UNIX_TIMESTAMP()`'s text (`1795809000.000000`) as whole seconds.
@@ -316,24 +511,147 @@ fn why(e: powerdiag_rules::DbError, what: &str) -> String {
     }
 }
 
-/// Reads the schema: the two `information_schema` reads must succeed; the sizes and writes
-/// only add to them (their failure is a note).
+/// Reads the schema: InnoDB's dictionary must be readable (PROCESS); the sizes, the foreign
+/// keys, performance_schema's counts and the opened tables only add to it (their failure is
+/// a note).
 pub(crate) async fn read(
     s: &mut Session,
     max_tables: usize,
     performance_schema: bool,
     notes: &mut Vec<String>,
 ) -> Gathered<Schema> {
-    let mut b = Builder::default();
-    if let Err(e) = s.query_each(&tables_sql(), |r| b.table_row(&r)).await {
-        return Gathered::Unavailable(why(e, "reading information_schema.TABLES"));
-    }
+    let process = |e: powerdiag_rules::DbError, what: &str, s: &Session| {
+        Gathered::Unavailable(format!(
+            "{}; InnoDB's dictionary needs GRANT PROCESS ON *.* TO {}",
+            why(e, what),
+            s.account()
+        ))
+    };
+    let mut d = Dictionary::new(max_tables, performance_schema);
+    let system = powerdiag_rules::SYSTEM_SCHEMAS;
     if let Err(e) = s
-        .query_each(&statistics_sql(), |r| b.statistics_row(&r))
+        .query_each(SYS_TABLES_SQL, |r| {
+            if let (Some(id), Some(name)) = (tcol_u64(&r, 0), tcol(&r, 1)) {
+                d.sys_table(id, &name, &system);
+            }
+        })
         .await
     {
-        return Gathered::Unavailable(why(e, "reading information_schema.STATISTICS"));
+        return process(e, "reading information_schema.INNODB_SYS_TABLES", s);
     }
+    d.index_tables();
+    let mut others_unread = 0u64;
+    if let Err(e) = s
+        .query_each(&names_sql(), |r| {
+            if let (Some(schema), Some(name)) = (tcol(&r, 0), tcol(&r, 1))
+                && !d.listed(schema, name, OPEN_MAX)
+            {
+                others_unread += 1;
+            }
+        })
+        .await
+    {
+        notes.push(format!(
+            "other engines' tables unknown ({}): PD708 sees none",
+            e.message
+        ));
+    }
+    if let Err(e) = s
+        .query_each(TABLE_STATS_SQL, |r| {
+            if let (Some(db), Some(name), Some(rows), Some(data), Some(index)) = (
+                tcol(&r, 0),
+                tcol(&r, 1),
+                tcol_u64(&r, 2),
+                tcol_u64(&r, 3),
+                tcol_u64(&r, 4),
+            ) {
+                d.table_stats(&db, &name, rows, data, index);
+            }
+        })
+        .await
+    {
+        notes.push(format!(
+            "InnoDB table sizes unknown ({}; GRANT SELECT ON mysql.innodb_table_stats TO {})",
+            e.message,
+            s.account()
+        ));
+    }
+    if let Err(e) = s
+        .query_each(SYS_FIELDS_SQL, |r| {
+            if let (Some(id), Some(name)) = (tcol_u64(&r, 0), tcol(&r, 1)) {
+                d.field(id, name);
+            }
+        })
+        .await
+    {
+        return process(e, "reading information_schema.INNODB_SYS_FIELDS", s);
+    }
+    d.index_fields();
+    if let Err(e) = s
+        .query_each(SYS_INDEXES_SQL, |r| {
+            if let (Some(t), Some(i), Some(name), Some(kind)) = (
+                tcol_u64(&r, 0),
+                tcol_u64(&r, 1),
+                tcol(&r, 2),
+                tcol_u64(&r, 3),
+            ) {
+                d.sys_index(t, i, name, kind as u32);
+            }
+        })
+        .await
+    {
+        return process(e, "reading information_schema.INNODB_SYS_INDEXES", s);
+    }
+    let others = std::mem::take(&mut d.others);
+    let mut counts = Counts {
+        innodb_tables: d.innodb_tables,
+        candidates: d.candidates,
+        others_listed: others.len() as u64,
+        others_unread,
+        opened: 0,
+    };
+    let mut b = Builder::from_tables(d.finish());
+    for (schema, name) in &others {
+        b.other(schema, name);
+    }
+
+    // What the dictionary lacks, from the tables opened (at most OPEN_MAX): the other
+    // engines' tables first, then prefix lengths where an index looks redundant by names.
+    let mut opened: std::collections::HashSet<(String, String)> = others.iter().cloned().collect();
+    let mut reread = b.pick(OPEN_MAX.saturating_sub(opened.len()), |t| {
+        t.prefix_lengths_unknown
+    });
+    let mut clustered = HashMap::new();
+    for (schema, name) in &reread {
+        if let Some(&ti) = b.by_name.get(&(schema.clone(), name.clone())) {
+            clustered.insert(ti, b.reread_indexes(schema, name));
+        }
+    }
+    for (schema, name) in &others {
+        if let Some(&ti) = b.by_name.get(&(schema.clone(), name.clone())) {
+            clustered.insert(ti, None);
+        }
+    }
+    reread.extend(others.iter().cloned());
+    opened.extend(reread.iter().cloned());
+    if let Err(e) = s
+        .query_each(&statistics_sql(&reread), |r| b.statistics_row(&r))
+        .await
+    {
+        notes.push(format!(
+            "indexes of {} table(s) unknown (reading information_schema.STATISTICS: {})",
+            reread.len(),
+            e.message
+        ));
+    }
+    let hidden = b.restore_unread();
+    if hidden > 0 {
+        notes.push(format!(
+            "prefix lengths of {hidden} table(s) unread: information_schema does not show them to {account} (GRANT SHOW VIEW ON *.* TO {account} lets it see every table without reading a row)",
+            account = s.account()
+        ));
+    }
+
     if let Err(e) = s.query_each(INDEX_SIZES_SQL, |r| b.size_row(&r)).await {
         notes.push(format!(
             "index sizes unknown ({}; GRANT SELECT ON mysql.innodb_index_stats TO {})",
@@ -377,10 +695,38 @@ pub(crate) async fn read(
             )),
         }
     }
+
+    // Engines, sizes and last writes of the other names; the creation time (when
+    // performance_schema's counts restarted) of tables with an unread index, largest first.
+    // A table already opened above is opened again at no cost to the cap.
+    let mut room = OPEN_MAX.saturating_sub(opened.len());
+    let mut fill: Vec<(String, String)> = others.clone();
+    for k in b.pick(usize::MAX, |t| {
+        t.is_engine("InnoDB")
+            && t.created_at.is_none()
+            && t.indexes.iter().any(|i| !i.unique && i.reads == Some(0))
+    }) {
+        if opened.contains(&k) {
+            fill.push(k);
+        } else if room > 0 {
+            room -= 1;
+            fill.push(k);
+        }
+    }
+    opened.extend(fill.iter().cloned());
+    if let Err(e) = s.query_each(&tables_sql(&fill), |r| b.table_row(&r)).await {
+        notes.push(format!(
+            "{} table(s) not read (information_schema.TABLES: {})",
+            fill.len(),
+            e.message
+        ));
+    }
+    b.mark_clustered(&clustered);
+    counts.opened = opened.len() as u64;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    Gathered::Available(b.finish(max_tables, writes_read, index_usage_unread, now))
+    Gathered::Available(b.finish(max_tables, writes_read, index_usage_unread, now, counts))
 }
 
 /// What the agent keeps between samples: the last schema, when it was read and the DDL mark
@@ -493,113 +839,103 @@ mod tests {
         cols.iter().map(|c| c.map(str::to_owned)).collect()
     }
 
-    /// Rows as MariaDB 11.8 returns them (captured from a test server's schema).
+    fn col(name: &str) -> IndexColumn {
+        IndexColumn {
+            name: name.into(),
+            sub_part: None,
+        }
+    }
+
+    fn innodb(name: &str, indexes: Vec<Index>) -> Table {
+        Table {
+            schema: "shop".into(),
+            name: name.into(),
+            engine: Some("InnoDB".into()),
+            data_bytes: Some(1 << 20),
+            indexes,
+            ..Default::default()
+        }
+    }
+
+    fn index(name: &str, unique: bool, cols: &[&str]) -> Index {
+        Index {
+            name: name.into(),
+            unique,
+            kind: "BTREE".into(),
+            clustered: name == "PRIMARY",
+            columns: cols.iter().map(|c| col(c)).collect(),
+            bytes: None,
+            reads: None,
+        }
+    }
+
+    /// Rows as MariaDB 11.8 returns them (captured from a test server's schema), on tables the
+    /// dictionary fold kept and names it did not know.
     #[test]
-    fn folds_the_rows_into_tables_and_keeps_the_judged_ones() {
-        let mut b = Builder::default();
+    fn fills_what_the_dictionary_lacks_and_keeps_the_judged_ones() {
+        let mut b = Builder::from_tables(vec![
+            innodb(
+                "orders",
+                vec![
+                    index("PRIMARY", true, &["id"]),
+                    index("k_a", false, &["a"]),
+                    index("k_ab", false, &["a", "b"]),
+                ],
+            ),
+            innodb(
+                "plain",
+                vec![index("PRIMARY", true, &["id"]), index("k", false, &["x"])],
+            ),
+        ]);
+        b.other("shop", "sessions");
+        b.other("shop", "v");
+        b.other("shop", "gone");
+        // orders' prefix lengths re-read: k_ab's second column is a prefix.
+        let clustered: HashMap<usize, Option<String>> =
+            [(0, b.reread_indexes("shop", "orders"))].into();
+        assert_eq!(clustered[&0].as_deref(), Some("PRIMARY"));
+        for r in [
+            ["orders", "PRIMARY", "0", "id", "", "NO"],
+            ["orders", "k_a", "1", "a", "", "YES"],
+            ["orders", "k_ab", "1", "a", "", "YES"],
+            ["orders", "k_ab", "1", "b", "10", "YES"],
+            ["sessions", "u", "0", "token", "", "NO"],
+        ] {
+            let sub = (!r[4].is_empty()).then_some(r[4]);
+            b.statistics_row(&row(&[
+                Some("shop"),
+                Some(r[0]),
+                Some(r[1]),
+                Some(r[2]),
+                Some("BTREE"),
+                Some(r[3]),
+                sub,
+                Some(r[5]),
+            ]));
+        }
+        b.mark_clustered(&clustered);
         for r in [
             [
-                Some("shop"),
-                Some("orders"),
-                Some("InnoDB"),
-                Some("50000"),
-                Some("5783552"),
-                Some("2637824"),
-                None,
-            ],
-            [
-                Some("shop"),
-                Some("plain"),
-                Some("InnoDB"),
-                Some("10"),
-                Some("16384"),
-                Some("0"),
-                None,
-            ],
-            [
-                Some("shop"),
-                Some("nopk"),
-                Some("InnoDB"),
-                Some("50000"),
-                Some("2637824"),
-                Some("0"),
-                None,
-            ],
-            [
-                Some("shop"),
                 Some("sessions"),
                 Some("Aria"),
                 Some("3"),
                 Some("8192"),
-                Some("8192"),
                 Some("1795809000.000000"),
+                Some("BASE TABLE"),
             ],
+            [Some("v"), None, None, None, None, Some("VIEW")],
         ] {
-            b.table_row(&row(&r));
-        }
-        for r in [
-            [
+            b.table_row(&row(&[
                 Some("shop"),
-                Some("orders"),
-                Some("PRIMARY"),
-                Some("0"),
-                Some("BTREE"),
-                Some("id"),
-                None,
-                Some(""),
-            ],
-            [
-                Some("shop"),
-                Some("orders"),
-                Some("k_a"),
-                Some("1"),
-                Some("BTREE"),
-                Some("a"),
-                None,
-                Some("YES"),
-            ],
-            [
-                Some("shop"),
-                Some("orders"),
-                Some("k_ab"),
-                Some("1"),
-                Some("BTREE"),
-                Some("a"),
-                None,
-                Some("YES"),
-            ],
-            [
-                Some("shop"),
-                Some("orders"),
-                Some("k_ab"),
-                Some("1"),
-                Some("BTREE"),
-                Some("b"),
-                Some("10"),
-                Some("YES"),
-            ],
-            [
-                Some("shop"),
-                Some("plain"),
-                Some("PRIMARY"),
-                Some("0"),
-                Some("BTREE"),
-                Some("id"),
-                None,
-                Some(""),
-            ],
-            [
-                Some("gone"),
-                Some("t"),
-                Some("PRIMARY"),
-                Some("0"),
-                Some("BTREE"),
-                Some("id"),
-                None,
-                Some(""),
-            ],
-        ] {
-            b.statistics_row(&row(&r));
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                Some("8192"),
+                r[4],
+                Some("1795000000"),
+                r[5],
+            ]));
         }
         b.size_row(&row(&[
             Some("shop"),
@@ -626,43 +962,36 @@ mod tests {
             Some("k_ab"),
             Some("77"),
         ]));
+        b.index_usage_row(&row(&[Some("shop"), Some("plain"), Some("k"), Some("5")]));
         let mut open = None;
         for r in [
-            [
-                Some("shop/orders"),
-                Some("shop/nopk"),
-                Some("a"),
-                Some("x"),
-                Some("shop/fk1"),
-            ],
-            [
-                Some("shop/orders"),
-                Some("shop/nopk"),
-                Some("b"),
-                Some("y"),
-                Some("shop/fk1"),
-            ],
-            [
-                Some("shop@002dx/t"),
-                Some("shop/orders"),
-                Some("c"),
-                Some("id"),
-                Some("shop@002dx/fk2"),
-            ],
+            ["shop/orders", "shop/sessions", "a", "x", "shop/fk1"],
+            ["shop/orders", "shop/sessions", "b", "y", "shop/fk1"],
+            ["shop@002dx/t", "shop/orders", "c", "id", "shop@002dx/fk2"],
         ] {
-            b.foreign_key_row(&row(&r), &mut open);
+            b.foreign_key_row(&row(&r.map(Some)), &mut open);
         }
         b.close_key(open);
-        let s = b.finish(10, true, None, 1_795_809_600);
-        assert_eq!((s.tables_total, s.innodb_tables, s.candidates), (4, 3, 3));
+        let counts = Counts {
+            innodb_tables: 102,
+            candidates: 2,
+            others_listed: 3,
+            others_unread: 0,
+            opened: 4,
+        };
+        let s = b.finish(10, true, None, 1_795_809_600, counts);
+        // `plain`'s only index was read: not a candidate; the view and the vanished name are
+        // dropped, the Aria table stays.
+        assert_eq!(
+            (s.tables_total, s.innodb_tables, s.candidates),
+            (103, 102, 2)
+        );
         let names: Vec<&str> = s.tables.iter().map(|t| t.name.as_str()).collect();
-        // Largest first; `plain` (InnoDB, a primary key and one index) is only counted.
-        assert_eq!(names, ["orders", "nopk", "sessions"]);
+        assert_eq!(names, ["orders", "sessions"]);
         let orders = &s.tables[0];
         assert_eq!(orders.indexes.len(), 3);
+        assert!(orders.indexes[0].clustered && !orders.prefix_lengths_unknown);
         assert_eq!(orders.indexes[2].columns[1].sub_part, Some(10));
-        assert!(orders.indexes[1].columns[0].nullable);
-        assert!(orders.indexes[0].unique && !orders.indexes[1].unique);
         assert_eq!(orders.indexes[1].bytes, Some(2 << 20));
         assert_eq!(orders.writes, Some(0));
         assert_eq!(
@@ -673,29 +1002,67 @@ mod tests {
             orders.foreign_keys,
             [vec!["a".to_owned(), "b".into()], vec!["id".into()]]
         );
-        assert_eq!(s.tables[1].foreign_keys, [vec!["x".to_owned(), "y".into()]]);
+        let sessions = &s.tables[1];
+        assert_eq!(sessions.engine.as_deref(), Some("Aria"));
+        assert_eq!(
+            (sessions.writes, sessions.updated_at),
+            (Some(42), Some(1_795_809_000))
+        );
+        assert_eq!(sessions.foreign_keys, [vec!["x".to_owned(), "y".into()]]);
+        // Not InnoDB: never marked clustered.
+        assert!(!sessions.indexes[0].clustered);
         assert_eq!(
             decode_table("shop@002dx/my@0020t"),
             Some(("shop-x".into(), "my t".into()))
         );
         assert_eq!(decode_table("bad@zz/t"), None);
-        assert_eq!(s.tables[2].writes, Some(42));
-        assert_eq!(s.tables[2].updated_at, Some(1_795_809_000));
-        // The cap keeps the largest and says how many were left.
+        assert!(
+            s.source.contains("information_schema for 4 table(s)"),
+            "{}",
+            s.source
+        );
+    }
+
+    /// A table without a primary key re-read from information_schema: the first UNIQUE key of
+    /// NOT NULL whole columns is the clustered one, as InnoDB picks it.
+    #[test]
+    fn the_clustered_key_of_a_reread_table() {
         let mut b = Builder::default();
-        for n in ["a", "b", "c"] {
-            b.table_row(&row(&[
+        b.other("s", "t");
+        b.table_row(&row(&[
+            Some("s"),
+            Some("t"),
+            Some("InnoDB"),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some("BASE TABLE"),
+        ]));
+        for (index, column, nullable) in [("u_null", "a", "YES"), ("u", "b", "NO")] {
+            b.statistics_row(&row(&[
                 Some("s"),
-                Some(n),
-                Some("MyISAM"),
+                Some("t"),
+                Some(index),
+                Some("0"),
+                Some("BTREE"),
+                Some(column),
                 None,
-                Some(n),
-                None,
-                None,
+                Some(nullable),
             ]));
         }
-        let s = b.finish(2, false, Some("performance_schema = OFF".into()), 0);
-        assert_eq!((s.tables.len(), s.left_out()), (2, 1));
-        assert!(s.tables[0].writes.is_none());
+        b.mark_clustered(&[(0, None)].into());
+        let t = &b.tables[0];
+        assert_eq!(t.clustered_key().map(|i| i.name.as_str()), Some("u"));
+    }
+
+    #[test]
+    fn names_go_to_the_server_as_hex() {
+        let sql = tables_sql(&[("we'ird".into(), "t`\\".into())]);
+        assert!(
+            sql.ends_with("WHERE (TABLE_SCHEMA, TABLE_NAME) IN ((_utf8mb4 X'776527697264', _utf8mb4 X'74605C'))"),
+            "{sql}"
+        );
     }
 }
