@@ -100,6 +100,12 @@ fn orm_story(server: &Server) {
             .unwrap()
             .contains("select_related")
     );
+    // The indexes the listing's table has, read from the server: none starts with `state`.
+    let evidence = check(&r, "PD701")["evidence"].to_string();
+    assert!(
+        evidence.contains(".shop_patch has PRIMARY KEY (`id`)") && !evidence.contains("(`state`"),
+        "{evidence}"
+    );
     // The index the digest text asks for: equality column, then the ORDER BY columns.
     let rem = check(&r, "PD701")["remediation"]
         .as_str()

@@ -55,11 +55,64 @@ pub struct Statements {
     /// Partial problems (a digest the interval could not difference, a reset between reads).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The indexes of the tables named by the listed statements that used no index or read
+    /// ten rows or more per row sent (`information_schema.STATISTICS`, at most
+    /// [`INDEXED_TABLES_MAX`] tables, one statement): PD701 and PD703 name them. Each table's
+    /// `engine` is not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<crate::Table>,
     /// The agent only: running totals since the agent started, for its metrics — the busiest
     /// digests of the last interval (`[statements] top`) and one `other` entry (digest
     /// `other`) summing every other statement, so the series stay bounded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<DigestCounters>,
+}
+
+/// How many tables [`Statements::tables`] holds at most.
+pub(crate) const INDEXED_TABLES_MAX: usize = 20;
+
+impl Statements {
+    /// The tables whose indexes [`Statements::tables`] should hold: those named by the listed
+    /// statements that could use an index and used none, or read ten rows or more per row
+    /// sent — PD701's and PD703's candidates — busiest first, at most
+    /// [`INDEXED_TABLES_MAX`].
+    pub fn tables_to_index(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for d in self.digests.iter().filter(|d| {
+            d.can_use_index()
+                && !d.is_vector_search()
+                && (d.no_index_share() > 0.0
+                    || d.examined_per_call() >= 10.0 * d.sent_per_call().max(1.0))
+        }) {
+            for t in d.tables() {
+                if out.len() < INDEXED_TABLES_MAX && !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+
+    /// Evidence lines naming the indexes of the tables `d` reads, where they were read:
+    /// `shop.orders has PRIMARY KEY (`id`), KEY `k_c` (`customer_id`)`.
+    pub fn index_lines(&self, d: &Digest) -> Vec<String> {
+        d.tables()
+            .iter()
+            .filter_map(|(schema, name)| {
+                let t = self
+                    .tables
+                    .iter()
+                    .find(|t| &t.schema == schema && &t.name == name)?;
+                Some(if t.indexes.is_empty() {
+                    format!("{} has no index", t.display())
+                } else {
+                    let defs: Vec<String> =
+                        t.indexes.iter().map(crate::Index::definition).collect();
+                    format!("{} has {}", t.display(), defs.join(", "))
+                })
+            })
+            .collect()
+    }
 }
 
 /// Running totals of one digest (or of `other`) since the agent started: counters.
@@ -166,6 +219,16 @@ impl Digest {
             "INSERT" | "REPLACE" if upper.contains("SELECT") => StatementKind::ReadWrite,
             _ => StatementKind::Other,
         }
+    }
+
+    /// The tables its text names (after `FROM`, `JOIN`, `UPDATE`, `INTO`), as (schema,
+    /// table): an unqualified name is in the session's default schema, so it is left out when
+    /// that is unknown.
+    pub fn tables(&self) -> Vec<(String, String)> {
+        crate::rules::digest_text::tables_named(&self.text)
+            .into_iter()
+            .filter_map(|(schema, table)| Some((schema.or_else(|| self.schema.clone())?, table)))
+            .collect()
     }
 
     /// Can an index change how this statement reads rows?

@@ -275,6 +275,7 @@ impl SnapshotBuilder {
             limit: 100,
             digests,
             notes: Vec::new(),
+            tables: Vec::new(),
             counters: Vec::new(),
         });
         self.var(Var::PerformanceSchema, "ON")

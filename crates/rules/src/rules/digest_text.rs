@@ -64,6 +64,55 @@ pub(crate) fn index_columns(text: &str) -> Option<(String, Vec<String>)> {
     (!cols.is_empty()).then_some((table, cols))
 }
 
+/// The tables a statement's text names — after `FROM` (and its comma list), `JOIN`, `UPDATE`,
+/// `INTO` — as (schema when qualified, table), unquoted, each once. Derived tables and
+/// subqueries (`FROM (`) are skipped; their own `FROM` is read.
+pub(crate) fn tables_named(text: &str) -> Vec<(Option<String>, String)> {
+    let tokens = tokenize(text);
+    let upper: Vec<String> = tokens.iter().map(|t| t.to_ascii_uppercase()).collect();
+    let mut out: Vec<(Option<String>, String)> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let from = upper[i] == "FROM";
+        if !(from || matches!(upper[i].as_str(), "JOIN" | "UPDATE" | "INTO")) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while let Some(first) = tokens.get(j).filter(|t| is_ident(t)) {
+            let (name, next) = if tokens.get(j + 1).map(String::as_str) == Some(".")
+                && let Some(second) = tokens.get(j + 2).filter(|t| is_ident(t))
+            {
+                ((Some(unquote(first)), unquote(second)), j + 3)
+            } else {
+                ((None, unquote(first)), j + 1)
+            };
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            j = next;
+            // An alias (`AS` optional), then a comma continues a FROM list.
+            if upper.get(j).map(String::as_str) == Some("AS") {
+                j += 1;
+            }
+            if tokens.get(j).is_some_and(|t| is_ident(t)) {
+                j += 1;
+            }
+            if !(from && tokens.get(j).map(String::as_str) == Some(",")) {
+                break;
+            }
+            j += 1;
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// `` `a``b` `` → ``a`b``.
+fn unquote(t: &str) -> String {
+    t[1..t.len() - 1].replace("``", "`")
+}
+
 fn is_ident(t: &str) -> bool {
     t.len() > 2 && t.starts_with('`') && t.ends_with('`')
 }
@@ -106,6 +155,32 @@ fn tokenize(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_from_digest_text() {
+        let t = |s: Option<&str>, n: &str| (s.map(str::to_owned), n.to_owned());
+        assert_eq!(
+            tables_named(
+                "SELECT * FROM `a` . `t` AS `x` , `u` JOIN `v` ON `x` . `id` = `v` . `id` WHERE `id` IN ( SELECT `id` FROM `w``q` )"
+            ),
+            [
+                t(Some("a"), "t"),
+                t(None, "u"),
+                t(None, "v"),
+                t(None, "w`q")
+            ]
+        );
+        assert_eq!(
+            tables_named("UPDATE `s` . `counters` SET `n` = `n` + ? WHERE `id` = ?"),
+            [t(Some("s"), "counters")]
+        );
+        assert_eq!(
+            tables_named("INSERT INTO `log` SELECT * FROM `log_old`"),
+            [t(None, "log"), t(None, "log_old")]
+        );
+        assert_eq!(tables_named("SELECT ? FROM ( SELECT ? ) `d`"), []);
+        assert_eq!(tables_named("COMMIT"), []);
+    }
 
     #[test]
     fn index_columns_from_digest_text() {

@@ -3,7 +3,7 @@
 use crate::Rule;
 
 mod blocking;
-mod digest_text;
+pub(crate) mod digest_text;
 #[cfg(test)]
 mod examples;
 mod fix;

@@ -106,6 +106,10 @@ impl Rule for StatementNoIndex {
         ));
         for d in &found {
             v = v.with_evidence(d.evidence(&st.total));
+            // The indexes its tables have (where read): why none served it.
+            for line in st.index_lines(d) {
+                v = v.with_evidence(line);
+            }
         }
         v = v.with_evidence(period);
         Ok(v.with_remediation(remediation(&found, &st.total)))
@@ -171,6 +175,37 @@ pub(crate) mod tests {
             r.contains("EXPLAIN SELECT")
                 && r.contains("ON `patchwork_patch` (`project_id`, `state`, `date`)"),
             "{r}"
+        );
+    }
+
+    /// The indexes its table has, where the collector read them, are named: none serves
+    /// the statement's columns.
+    #[test]
+    fn names_the_indexes_its_table_has() {
+        let d = scan();
+        let mut s = SnapshotBuilder::new()
+            .mariadb("11.8.6-MariaDB")
+            .statements(vec![d.clone()], 1_000_000)
+            .build();
+        let (schema, table) = d.tables().remove(0);
+        if let crate::Gathered::Available(st) = &mut s.mariadb.facts.as_mut().unwrap().statements {
+            st.tables = vec![crate::Table {
+                schema,
+                name: table,
+                indexes: vec![
+                    crate::testing::schema_index("PRIMARY", true, &["id"]),
+                    crate::testing::schema_index("k_sub", false, &["submitter_id"]),
+                ],
+                ..Default::default()
+            }];
+        }
+        let v = verdict(&StatementNoIndex, &s);
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e.ends_with(".patchwork_patch has PRIMARY KEY (`id`), KEY `k_sub` (`submitter_id`)")),
+            "{v:?}"
         );
     }
 

@@ -117,6 +117,9 @@ impl Rule for StatementRowsExaminedHigh {
                 d.evidence(&st.total),
                 examined_per_returned(d)
             ));
+            for line in st.index_lines(d) {
+                v = v.with_evidence(line);
+            }
             rem.push_str(&format!(
                 "EXPLAIN {}\n  (substitute a real value for each `?`; compare EXPLAIN's rows with the {:.1} rows it returns)\n",
                 d.display_text(400),

@@ -88,9 +88,25 @@ fn statistics_sql(tables: &[(String, String)]) -> String {
     )
 }
 
-/// Each InnoDB index's size (pages × page size); partitions (`t#P#p0`) are summed.
-const INDEX_SIZES_SQL: &str = "SELECT database_name, table_name, index_name, \
-     stat_value * @@innodb_page_size FROM mysql.innodb_index_stats WHERE stat_name = 'size'";
+/// The indexes' sizes (pages × page size) of the given InnoDB tables, their partitions'
+/// (`t#P#p0`, summed) for the `partitioned` ones: ranges of the statistics table's primary
+/// key, not the scan of every index's statistics (0.46 s at 100,000 tables).
+fn index_sizes_sql(tables: &[(String, String)], partitioned: &[(String, String)]) -> String {
+    let hex = |s: &str| -> String { s.bytes().map(|b| format!("{b:02X}")).collect() };
+    let mut cond =
+        in_list(tables).replace("(TABLE_SCHEMA, TABLE_NAME)", "(database_name, table_name)");
+    for (s, t) in partitioned {
+        cond.push_str(&format!(
+            " OR (database_name = _utf8mb4 X'{}' AND table_name LIKE CONCAT(_utf8mb4 X'{}', '#P#%'))",
+            hex(s),
+            hex(t)
+        ));
+    }
+    format!(
+        "SELECT database_name, table_name, index_name, stat_value * @@innodb_page_size \
+         FROM mysql.innodb_index_stats WHERE stat_name = 'size' AND ({cond})"
+    )
+}
 
 fn index_usage_sql() -> String {
     format!(
@@ -115,8 +131,9 @@ fn writes_sql() -> String {
 }
 
 /// Tables a read opens at most (`information_schema` for what the dictionary lacks: other
-/// engines' tables, prefix lengths, creation times): ~0.65 ms of server CPU each, so ≤ ~0.3 s.
-pub(crate) const OPEN_MAX: usize = 500;
+/// engines' tables, prefix lengths, creation times): ~0.9 ms of server CPU each at 100,000
+/// tables, so ≤ ~0.2 s.
+pub(crate) const OPEN_MAX: usize = 200;
 
 /// How long the agent waits before reading again after a failed read.
 const RETRY: Duration = Duration::from_secs(600);
@@ -128,7 +145,7 @@ pub const DEFAULT_MAX_TABLES: usize = 2_000;
 /// cost at 100,000 tables: docs/performance.md).
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     name: "mariadb_schema",
-    help: "the user tables and their indexes for PD705-PD708 from InnoDB's dictionary (INNODB_SYS_TABLES, _INDEXES, _FIELDS, _FOREIGN, mysql.innodb_table_stats and innodb_index_stats), the .frm listing for other engines' tables, performance_schema's index reads and table writes; at most 500 tables opened per read; the agent reads it daily and after DDL",
+    help: "the user tables and their indexes for PD705-PD708 from InnoDB's dictionary (INNODB_SYS_TABLES, _INDEXES, _FIELDS, _FOREIGN, mysql.innodb_table_stats and innodb_index_stats), the .frm listing for other engines' tables, performance_schema's index reads and table writes; at most 200 tables opened per read; the agent reads it daily and after DDL",
     default_enabled: true,
     requires: Requires::Nothing,
 };
@@ -162,11 +179,13 @@ impl Builder {
         }
     }
 
-    /// A name InnoDB does not know, to be filled by [`tables_sql`] (engine `None` until then).
-    pub(crate) fn other(&mut self, schema: &str, name: &str) {
+    /// A name InnoDB does not know, to be filled by [`tables_sql`] (engine `None` until then),
+    /// with its rows written when performance_schema said.
+    pub(crate) fn other(&mut self, schema: &str, name: &str, writes: Option<u64>) {
         self.push(Table {
             schema: schema.to_owned(),
             name: name.to_owned(),
+            writes,
             ..Default::default()
         });
     }
@@ -372,15 +391,6 @@ impl Builder {
         }
     }
 
-    /// One row of [`writes_sql`].
-    pub(crate) fn writes_row(&mut self, r: &TextRow) {
-        if let (Some(schema), Some(name), Some(w)) = (tcol(r, 0), tcol(r, 1), tcol_u64(r, 2))
-            && let Some(t) = self.table(&schema, &name)
-        {
-            t.writes = Some(w);
-        }
-    }
-
     /// The tables (name pairs) `f` picks, at most `n`, in the builder's order.
     fn pick(&self, n: usize, f: impl Fn(&Table) -> bool) -> Vec<(String, String)> {
         self.tables
@@ -540,16 +550,40 @@ pub(crate) async fn read(
         return process(e, "reading information_schema.INNODB_SYS_TABLES", s);
     }
     d.index_tables();
+    // The names InnoDB does not know: with performance_schema, those written since the server
+    // started (its writes per table, which PD708 needs anyway); else the `.frm` listing.
     let mut others_unread = 0u64;
-    if let Err(e) = s
-        .query_each(&names_sql(), |r| {
-            if let (Some(schema), Some(name)) = (tcol(&r, 0), tcol(&r, 1))
-                && !d.listed(schema, name, OPEN_MAX)
-            {
-                others_unread += 1;
-            }
-        })
-        .await
+    let mut writes_read = false;
+    if performance_schema {
+        match s
+            .query_each(&writes_sql(), |r| {
+                if let (Some(schema), Some(name), Some(w)) =
+                    (tcol(&r, 0), tcol(&r, 1), tcol_u64(&r, 2))
+                    && !d.written(schema, name, w, OPEN_MAX)
+                {
+                    others_unread += 1;
+                }
+            })
+            .await
+        {
+            Ok(_) => writes_read = true,
+            Err(e) => notes.push(format!(
+                "writes per table unknown ({}; GRANT SELECT ON performance_schema.* TO {})",
+                e.message,
+                s.account()
+            )),
+        }
+    }
+    if !writes_read
+        && let Err(e) = s
+            .query_each(&names_sql(), |r| {
+                if let (Some(schema), Some(name)) = (tcol(&r, 0), tcol(&r, 1))
+                    && !d.listed(schema, name, OPEN_MAX)
+                {
+                    others_unread += 1;
+                }
+            })
+            .await
     {
         notes.push(format!(
             "other engines' tables unknown ({}): PD708 sees none",
@@ -603,6 +637,7 @@ pub(crate) async fn read(
         return process(e, "reading information_schema.INNODB_SYS_INDEXES", s);
     }
     let others = std::mem::take(&mut d.others);
+    let partitioned = std::mem::take(&mut d.partitioned);
     let mut counts = Counts {
         innodb_tables: d.innodb_tables,
         candidates: d.candidates,
@@ -611,9 +646,13 @@ pub(crate) async fn read(
         opened: 0,
     };
     let mut b = Builder::from_tables(d.finish());
-    for (schema, name) in &others {
-        b.other(schema, name);
-    }
+    let others: Vec<(String, String)> = others
+        .into_iter()
+        .map(|(schema, name, writes)| {
+            b.other(&schema, &name, writes);
+            (schema, name)
+        })
+        .collect();
 
     // What the dictionary lacks, from the tables opened (at most OPEN_MAX): the other
     // engines' tables first, then prefix lengths where an index looks redundant by names.
@@ -652,7 +691,16 @@ pub(crate) async fn read(
         ));
     }
 
-    if let Err(e) = s.query_each(INDEX_SIZES_SQL, |r| b.size_row(&r)).await {
+    let innodb = b.pick(usize::MAX, |t| t.is_engine("InnoDB"));
+    let parts: Vec<(String, String)> = innodb
+        .iter()
+        .filter(|k| partitioned.contains(*k))
+        .cloned()
+        .collect();
+    if let Err(e) = s
+        .query_each(&index_sizes_sql(&innodb, &parts), |r| b.size_row(&r))
+        .await
+    {
         notes.push(format!(
             "index sizes unknown ({}; GRANT SELECT ON mysql.innodb_index_stats TO {})",
             e.message,
@@ -673,7 +721,6 @@ pub(crate) async fn read(
     let mut index_usage_unread = Some(
         "performance_schema = OFF (set performance_schema=ON in [mariadbd]; a restart)".to_owned(),
     );
-    let mut writes_read = false;
     if performance_schema {
         index_usage_unread = match s
             .query_each(&index_usage_sql(), |r| b.index_usage_row(&r))
@@ -686,14 +733,6 @@ pub(crate) async fn read(
                 s.account()
             )),
         };
-        match s.query_each(&writes_sql(), |r| b.writes_row(&r)).await {
-            Ok(_) => writes_read = true,
-            Err(e) => notes.push(format!(
-                "writes per table unknown ({}; GRANT SELECT ON performance_schema.* TO {})",
-                e.message,
-                s.account()
-            )),
-        }
     }
 
     // Engines, sizes and last writes of the other names; the creation time (when
@@ -729,6 +768,26 @@ pub(crate) async fn read(
     Gathered::Available(b.finish(max_tables, writes_read, index_usage_unread, now, counts))
 }
 
+/// The indexes of `tables` (one `information_schema.STATISTICS` statement, opening only
+/// them; sent with `FALSE` when there are none, so the statement count does not depend on the
+/// workload): for PD701 and PD703, which name the indexes a scanning statement's tables have.
+pub(crate) async fn indexes_of(
+    s: &mut Session,
+    tables: &[(String, String)],
+) -> Result<Vec<Table>, powerdiag_rules::DbError> {
+    let mut b = Builder::default();
+    for (schema, name) in tables {
+        b.other(schema, name, None);
+    }
+    s.query_each(&statistics_sql(tables), |r| b.statistics_row(&r))
+        .await?;
+    // A table information_schema did not show (dropped, or no privilege on it) is left out.
+    Ok(b.tables
+        .into_iter()
+        .filter(|t| !t.indexes.is_empty())
+        .collect())
+}
+
 /// What the agent keeps between samples: the last schema, when it was read and the DDL mark
 /// then.
 #[derive(Debug, Clone)]
@@ -738,8 +797,14 @@ pub struct SchemaCache {
     last: Arc<Mutex<Option<KeptSchema>>>,
 }
 
-/// When the schema was read, the DDL mark then, and what the read gave.
-type KeptSchema = (Instant, Option<ChangeMark>, Gathered<Schema>);
+/// When the schema was read, how long the read took, the DDL mark then, and what it gave.
+type KeptSchema = (Instant, Duration, Option<ChangeMark>, Gathered<Schema>);
+
+/// After DDL the schema is read again at the next sample, but not sooner than this many
+/// times the last read's duration after it: a server with 100,000 tables (a ~3 s read)
+/// creating a table a minute is read every 5 minutes, not every sample — at most ~1% of the
+/// time spent reading it.
+const DDL_REREAD_FACTOR: u32 = 100;
 
 impl SchemaCache {
     pub fn new(interval: Duration, max_tables: usize) -> SchemaCache {
@@ -762,8 +827,9 @@ impl SchemaCache {
     /// The kept schema while fresh and no DDL ran since (`now`: this sample's mark).
     fn fresh(&self, now: Option<&ChangeMark>) -> Option<Gathered<Schema>> {
         let k = self.last.lock().ok()?;
-        let (at, mark, schema) = k.as_ref()?;
-        let same = matches!((mark, now), (Some(then), Some(now)) if then.unchanged_at(now));
+        let (at, took, mark, schema) = k.as_ref()?;
+        let same = matches!((mark, now), (Some(then), Some(now)) if then.unchanged_at(now))
+            || at.elapsed() < *took * DDL_REREAD_FACTOR;
         // A failed read (a timeout at scale, a missing grant) is tried again sooner, but not
         // every sample.
         let keep = match schema {
@@ -773,9 +839,9 @@ impl SchemaCache {
         (same && super::due::still_fresh(*at, keep)).then(|| schema.clone())
     }
 
-    fn store(&self, mark: Option<ChangeMark>, schema: &Gathered<Schema>) {
+    fn store(&self, took: Duration, mark: Option<ChangeMark>, schema: &Gathered<Schema>) {
         if let Ok(mut k) = self.last.lock() {
-            *k = Some((Instant::now(), mark, schema.clone()));
+            *k = Some((Instant::now(), took, mark, schema.clone()));
         }
     }
 }
@@ -808,10 +874,11 @@ impl Part for SchemaPart<'_> {
                 .var_bool(powerdiag_rules::Var::PerformanceSchema)
                 .unwrap_or(false);
             let mut notes = Vec::new();
+            let started = Instant::now();
             let schema = read(ctx.s, max_tables, pfs, &mut notes).await;
             ctx.facts.notes.extend(notes);
             if let Some(c) = self.cache {
-                c.store(mark, &schema);
+                c.store(started.elapsed(), mark, &schema);
             }
             match &schema {
                 Gathered::Available(_) => {
@@ -887,9 +954,9 @@ mod tests {
                 vec![index("PRIMARY", true, &["id"]), index("k", false, &["x"])],
             ),
         ]);
-        b.other("shop", "sessions");
-        b.other("shop", "v");
-        b.other("shop", "gone");
+        b.other("shop", "sessions", Some(42));
+        b.other("shop", "v", None);
+        b.other("shop", "gone", None);
         // orders' prefix lengths re-read: k_ab's second column is a prefix.
         let clustered: HashMap<usize, Option<String>> =
             [(0, b.reread_indexes("shop", "orders"))].into();
@@ -949,7 +1016,6 @@ mod tests {
             Some("k_a"),
             Some("1048576"),
         ]));
-        b.writes_row(&row(&[Some("shop"), Some("sessions"), Some("42")]));
         b.index_usage_row(&row(&[
             Some("shop"),
             Some("orders"),
@@ -1028,7 +1094,7 @@ mod tests {
     #[test]
     fn the_clustered_key_of_a_reread_table() {
         let mut b = Builder::default();
-        b.other("s", "t");
+        b.other("s", "t", None);
         b.table_row(&row(&[
             Some("s"),
             Some("t"),
@@ -1063,6 +1129,37 @@ mod tests {
         assert!(
             sql.ends_with("WHERE (TABLE_SCHEMA, TABLE_NAME) IN ((_utf8mb4 X'776527697264', _utf8mb4 X'74605C'))"),
             "{sql}"
+        );
+    }
+
+    /// After DDL the schema is read again, unless the last read was less than 100 times its
+    /// own duration ago (a costly read is not repeated every sample).
+    #[test]
+    fn ddl_rereads_unless_the_last_read_was_costly_and_recent() {
+        let status = |alter: &str| -> std::collections::BTreeMap<String, String> {
+            let mut m: std::collections::BTreeMap<String, String> = SCHEMA_CHANGES
+                .iter()
+                .map(|v| (v.name().to_owned(), "3".to_owned()))
+                .collect();
+            m.insert("uptime".into(), "100".into());
+            m.insert("com_alter_table".into(), alter.into());
+            m
+        };
+        let then = ChangeMark::of(&status("7"), &SCHEMA_CHANGES);
+        let after_ddl = ChangeMark::of(&status("8"), &SCHEMA_CHANGES);
+        let read = Gathered::Available(Schema::default());
+        let cache = SchemaCache::new(Duration::from_secs(86_400), 10);
+        cache.store(Duration::from_millis(1), then.clone(), &read);
+        assert!(cache.fresh(then.as_ref()).is_some(), "no DDL: kept");
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(
+            cache.fresh(after_ddl.as_ref()).is_none(),
+            "a 1 ms read: read again"
+        );
+        cache.store(Duration::from_secs(3), then, &read);
+        assert!(
+            cache.fresh(after_ddl.as_ref()).is_some(),
+            "a 3 s read 0 s ago: kept for 5 minutes"
         );
     }
 }

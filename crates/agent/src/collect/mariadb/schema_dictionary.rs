@@ -40,6 +40,9 @@ struct DTable {
     rows: Option<u64>,
     data_bytes: Option<u64>,
     index_bytes: Option<u64>,
+    /// Rows written since statistics began (performance_schema), when read.
+    writes: Option<u64>,
+    partitioned: bool,
 }
 
 /// One index of the table being folded.
@@ -49,6 +52,10 @@ struct DIndex {
     name: String,
     kind: u32,
 }
+
+/// A name InnoDB does not know: schema, name, rows written (when read from
+/// performance_schema).
+pub(crate) type Other = (String, String, Option<u64>);
 
 /// Why a table is listed: a finding it may have (judged first) or only an index that may be
 /// unread (performance_schema says after the fold).
@@ -86,9 +93,11 @@ pub(crate) struct Dictionary {
     /// Tables that qualified (before the cap).
     pub(crate) candidates: u64,
     /// The server's names that are not InnoDB tables (other engines, views), to be opened.
-    pub(crate) others: Vec<(String, String)>,
+    pub(crate) others: Vec<Other>,
     /// Listed InnoDB tables.
     pub(crate) innodb_tables: u64,
+    /// Partitioned tables among those folded (their statistics are per partition).
+    pub(crate) partitioned: std::collections::HashSet<(String, String)>,
 }
 
 impl Dictionary {
@@ -142,6 +151,9 @@ impl Dictionary {
         {
             let i = self.tables.len() as u32 - 1;
             self.ids.push((id, i, true));
+            if let Some(t) = self.tables.last_mut() {
+                t.partitioned = true;
+            }
             return;
         }
         let start = self.names.len() as u32;
@@ -154,6 +166,8 @@ impl Dictionary {
             rows: None,
             data_bytes: None,
             index_bytes: None,
+            writes: None,
+            partitioned: false,
         });
     }
 
@@ -182,13 +196,38 @@ impl Dictionary {
     /// tables the account may see): a name InnoDB does not know (another engine's table, a
     /// view) is kept to be opened, at most `cap`; returns whether it was kept.
     pub(crate) fn listed(&mut self, schema: String, name: String, cap: usize) -> bool {
+        self.other(schema, name, None, cap)
+    }
+
+    fn other(&mut self, schema: String, name: String, writes: Option<u64>, cap: usize) -> bool {
         match self.find(&schema, &name) {
             Some(_) => true,
             None if self.others.len() < cap => {
-                self.others.push((schema, name));
+                self.others.push((schema, name, writes));
                 true
             }
             None => false,
+        }
+    }
+
+    /// One row of performance_schema's writes per table (with performance_schema ON, instead
+    /// of the `.frm` listing): an InnoDB table's count is kept; another name (a table of
+    /// another engine written since the server started) is kept to be opened, at most `cap`;
+    /// returns whether it was kept.
+    pub(crate) fn written(
+        &mut self,
+        schema: String,
+        name: String,
+        writes: u64,
+        cap: usize,
+    ) -> bool {
+        match self.find(&schema, &name) {
+            Some(i) => {
+                let t = &mut self.tables[i as usize];
+                t.writes = Some(t.writes.unwrap_or(0).saturating_add(writes));
+                true
+            }
+            None => self.other(schema, name, Some(writes), cap),
         }
     }
 
@@ -269,6 +308,7 @@ impl Dictionary {
         // clustered order of `SYS_INDEXES`, by table id) is not folded again.
         self.ids[p].2 = true;
         let dt = &self.tables[ti as usize];
+        let partitioned = dt.partitioned;
         let table = self.model(dt, &indexes);
         let Some(class) = self.class(&table) else {
             return;
@@ -280,6 +320,10 @@ impl Dictionary {
             .saturating_add(table.index_bytes.unwrap_or(0));
         let seq = self.seq;
         self.seq += 1;
+        if partitioned {
+            self.partitioned
+                .insert((table.schema.clone(), table.name.clone()));
+        }
         self.heap.push(Reverse((class, size, seq)));
         self.slots.insert(seq, table);
         if self.heap.len() > self.max_tables
@@ -327,6 +371,7 @@ impl Dictionary {
             rows: dt.rows,
             data_bytes: dt.data_bytes,
             index_bytes: dt.index_bytes,
+            writes: dt.writes,
             indexes: out,
             ..Default::default()
         };
@@ -349,7 +394,8 @@ impl Dictionary {
         }
     }
 
-    /// The kept tables, most to judge and largest first.
+    /// The kept tables, most to judge and largest first (the partitioned ones are in
+    /// [`Dictionary::partitioned`], taken before).
     pub(crate) fn finish(mut self) -> Vec<Table> {
         self.close();
         let mut order: Vec<(Class, u64, u32)> = self.heap.into_iter().map(|Reverse(k)| k).collect();
@@ -451,7 +497,7 @@ mod tests {
     fn folds_the_dictionary_into_the_tables_a_rule_can_judge() {
         let d = dictionary(10, true);
         assert_eq!(d.innodb_tables, 5, "p, nopk, plain, part, my t");
-        let others: Vec<&str> = d.others.iter().map(|(_, n)| n.as_str()).collect();
+        let others: Vec<&str> = d.others.iter().map(|(_, n, _)| n.as_str()).collect();
         assert_eq!(others, ["m", "v"]);
         let tables = d.finish();
         let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();

@@ -420,6 +420,7 @@ pub(crate) fn since_reset(
         limit,
         digests: raw.digests,
         notes: Vec::new(),
+        tables: Vec::new(),
         counters: Vec::new(),
     }
 }
@@ -491,6 +492,7 @@ pub(crate) fn interval(
         limit,
         digests,
         notes,
+        tables: Vec::new(),
         counters: Vec::new(),
     }
 }
@@ -546,6 +548,18 @@ async fn read(
     Ok(raw)
 }
 
+/// The indexes of the tables PD701's and PD703's candidates read (one statement, always sent
+/// after a read of the digests); a failure is a note, the digests stand.
+async fn add_indexes(s: &mut Session, st: &mut Statements) {
+    match super::schema::indexes_of(s, &st.tables_to_index()).await {
+        Ok(tables) => st.tables = tables,
+        Err(e) => st.notes.push(format!(
+            "the indexes of the statements' tables are unknown (information_schema.STATISTICS: {})",
+            e.message
+        )),
+    }
+}
+
 /// Why a sample has no statements, and whether that is a collector failure (a read that
 /// failed) or a fact (performance_schema off, the agent's first interval).
 #[derive(Debug)]
@@ -573,7 +587,9 @@ pub(crate) async fn collect(
     let Some(tracker) = &opts.tracker else {
         let window = opts.window.as_secs().max(1);
         let raw = read(s, window, opts.limit, true).await.map_err(failed)?;
-        return Ok(since_reset(raw, window, opts.limit, uptime));
+        let mut st = since_reset(raw, window, opts.limit, uptime);
+        add_indexes(s, &mut st).await;
+        return Ok(st);
     };
     if let Some(last) = tracker.not_due() {
         return last.ok_or_else(|| Unread {
@@ -585,21 +601,30 @@ pub(crate) async fn collect(
     let window = (tracker.interval.as_secs() * 2).max(10);
     let raw = read(s, window, opts.limit, false).await.map_err(failed)?;
     let now = Instant::now();
-    let mut state = tracker.state.lock().map_err(|_| {
-        failed(CollectError::Internal {
-            what: "the statement tracker".into(),
-            message: "its lock was poisoned by a panic".into(),
+    let lock = || {
+        tracker.state.lock().map_err(|_| {
+            failed(CollectError::Internal {
+                what: "the statement tracker".into(),
+                message: "its lock was poisoned by a panic".into(),
+            })
         })
-    })?;
-    let mut result = state
-        .previous
-        .as_ref()
-        .map(|(at, prev)| interval(prev, &raw, now.duration_since(*at), opts.limit, uptime));
+    };
+    let mut result = {
+        let mut state = lock()?;
+        let mut result = state
+            .previous
+            .as_ref()
+            .map(|(at, prev)| interval(prev, &raw, now.duration_since(*at), opts.limit, uptime));
+        if let Some(st) = &mut result {
+            st.counters = accumulate(&mut state.counters, st, opts.counters_top as usize);
+        }
+        state.previous = Some((now, raw));
+        result
+    };
     if let Some(st) = &mut result {
-        st.counters = accumulate(&mut state.counters, st, opts.counters_top as usize);
+        add_indexes(s, st).await;
     }
-    state.previous = Some((now, raw));
-    state.last = result.clone();
+    lock()?.last = result.clone();
     result.ok_or_else(|| Unread {
         why: FIRST_INTERVAL.into(),
         failed: false,
