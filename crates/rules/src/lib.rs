@@ -11,6 +11,7 @@ mod basis;
 mod counters;
 mod diff;
 mod errorlog;
+mod escape;
 mod innodb;
 mod locks;
 mod os;
@@ -38,6 +39,7 @@ pub use diff::{
     Comparability, Diff, Difference, Side, StatementChange, StatementSide, StatementsDiff, diff,
 };
 pub use errorlog::{ErrorLog, LogEvent, LogEventKind, MAX_EVENTS as MAX_LOG_EVENTS};
+pub use escape::{display_text, escape_lines, escape_text, is_unsafe_char};
 pub use innodb::{InnodbSize, OpenTransaction, Transactions};
 pub use locks::{
     Deadlock, DeadlockTransaction, LockKind, LockScan, LockSession, LockWait, Locks,
@@ -57,8 +59,8 @@ pub use schema::{
 pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{
-    Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements,
-    display_text, escape_lines, escape_text, format_us, is_unsafe_char, short_digest,
+    Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements, format_us,
+    short_digest,
 };
 pub use threshold::{Limits, Threshold, Unit};
 pub use value::{format_bytes, format_secs, parse_bool, parse_u64};

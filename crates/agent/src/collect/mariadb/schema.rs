@@ -20,7 +20,7 @@ use std::{
 use powerdiag_rules::{Gathered, Index, IndexColumn, Schema, Table};
 
 use super::part::{Ctx, Part, PartFuture};
-use super::schema_dictionary::Dictionary;
+use super::schema_dictionary::{Dictionary, decode_table};
 use super::server::ChangeMark;
 use super::session::{Session, TextRow, tcol, tcol_u64};
 use super::vector::SCHEMA_CHANGES;
@@ -135,11 +135,16 @@ fn writes_sql() -> String {
 /// tables, so ≤ ~0.2 s.
 pub(crate) const OPEN_MAX: usize = 200;
 
+/// Tables up to which performance_schema's index counts (PD706) and writes per table are
+/// read: ~0.9 s of server CPU at 100,000 tables with 2,000 open table handles
+/// (docs/performance.md).
+pub(crate) const PFS_MAX_TABLES: u64 = 20_000;
+
 /// How long the agent waits before reading again after a failed read.
 const RETRY: Duration = Duration::from_secs(600);
 
 /// How many tables the snapshot lists at most, by default.
-pub const DEFAULT_MAX_TABLES: usize = 2_000;
+pub const DEFAULT_MAX_TABLES: usize = 500;
 
 /// On by default since it reads InnoDB's dictionary instead of opening every table (bounded
 /// cost at 100,000 tables: docs/performance.md).
@@ -493,31 +498,31 @@ pub(crate) struct OpenKey {
     parent_cols: Vec<String>,
 }
 
-/// `db/table` in the server's file-name encoding (`@0020` for a space, `@002d` for `-`) as
-/// (schema, table); `None` when it cannot be decoded.
-pub(crate) fn decode_table(name: &str) -> Option<(String, String)> {
-    let (db, table) = name.split_once('/')?;
-    Some((decode_part(db)?, decode_part(table)?))
-}
-
-fn decode_part(s: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find('@') {
-        out.push_str(&rest[..i]);
-        let hex = rest.get(i + 1..i + 5)?;
-        out.push(char::from_u32(u32::from_str_radix(hex, 16).ok()?)?);
-        rest = &rest[i + 5..];
-    }
-    out.push_str(rest);
-    Some(out)
-}
-
 fn why(e: powerdiag_rules::DbError, what: &str) -> String {
     if e.hint.is_empty() {
         format!("{what}: {}", e.message)
     } else {
         format!("{what}: {}; fix: {}", e.message, e.hint)
+    }
+}
+
+/// Whether performance_schema's summaries are read for a server with `tables` InnoDB tables,
+/// and why the index counts are not, for PD706, if they are not.
+fn pfs_plan(on: bool, tables: u64) -> (bool, String) {
+    if !on {
+        (
+            false,
+            "performance_schema = OFF (set performance_schema=ON in [mariadbd]; a restart)".into(),
+        )
+    } else if tables > PFS_MAX_TABLES {
+        (
+            false,
+            format!(
+                "not read: {tables} InnoDB tables, above the {PFS_MAX_TABLES} up to which powerdiag reads performance_schema's index counts (~0.9 s of server CPU per read at 100,000 tables with the table cache full)"
+            ),
+        )
+    } else {
+        (true, String::new())
     }
 }
 
@@ -550,6 +555,11 @@ pub(crate) async fn read(
         return process(e, "reading information_schema.INNODB_SYS_TABLES", s);
     }
     d.index_tables();
+    // performance_schema's per-table and per-index summaries cost ~4.5 µs of server CPU per
+    // row with the table cache full (each row visits every open table handle): above
+    // PFS_MAX_TABLES they are not read, and the read stays under a second.
+    let (performance_schema, pfs_unread) = pfs_plan(performance_schema, d.innodb_tables);
+    d.set_performance_schema(performance_schema);
     // The names InnoDB does not know: with performance_schema, those written since the server
     // started (its writes per table, which PD708 needs anyway); else the `.frm` listing.
     let mut others_unread = 0u64;
@@ -718,9 +728,7 @@ pub(crate) async fn read(
             e.message
         )),
     }
-    let mut index_usage_unread = Some(
-        "performance_schema = OFF (set performance_schema=ON in [mariadbd]; a restart)".to_owned(),
-    );
+    let mut index_usage_unread = Some(pfs_unread);
     if performance_schema {
         index_usage_unread = match s
             .query_each(&index_usage_sql(), |r| b.index_usage_row(&r))
@@ -786,6 +794,16 @@ pub(crate) async fn indexes_of(
         .into_iter()
         .filter(|t| !t.indexes.is_empty())
         .collect())
+}
+
+/// Hands the memory freed after a large read back to the system: glibc keeps freed heap
+/// pages for reuse otherwise (after a read of 100,000 tables, ~24 MB stayed resident).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas, under their locks; any pad is valid.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// What the agent keeps between samples: the last schema, when it was read and the DDL mark
@@ -877,6 +895,7 @@ impl Part for SchemaPart<'_> {
             let started = Instant::now();
             let schema = read(ctx.s, max_tables, pfs, &mut notes).await;
             ctx.facts.notes.extend(notes);
+            release_freed_memory();
             if let Some(c) = self.cache {
                 c.store(started.elapsed(), mark, &schema);
             }
@@ -1161,5 +1180,17 @@ mod tests {
             cache.fresh(after_ddl.as_ref()).is_some(),
             "a 3 s read 0 s ago: kept for 5 minutes"
         );
+    }
+
+    /// performance_schema's summaries are read up to 20,000 InnoDB tables; above, PD706 is
+    /// told why its counts are missing.
+    #[test]
+    fn performance_schema_is_read_up_to_its_table_limit() {
+        assert!(pfs_plan(true, 20_000).0);
+        let (read, why) = pfs_plan(true, 100_000);
+        assert!(!read);
+        assert!(why.starts_with("not read: 100000 InnoDB tables, above the 20000"), "{why}");
+        let (read, why) = pfs_plan(false, 10);
+        assert!(!read && why.starts_with("performance_schema = OFF"), "{why}");
     }
 }

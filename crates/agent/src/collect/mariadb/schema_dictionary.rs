@@ -17,8 +17,6 @@ use std::{cmp::Reverse, collections::BinaryHeap, collections::HashMap};
 
 use powerdiag_rules::{Index, IndexColumn, Table};
 
-use super::schema::decode_table;
-
 /// `INNODB_SYS_INDEXES.TYPE` bits (`dict0mem.h`).
 const CLUSTERED: u32 = 1;
 const UNIQUE: u32 = 2;
@@ -37,12 +35,26 @@ struct DTable {
     schema: u32,
     /// Its name in [`Dictionary::names`].
     name: (u32, u32),
-    rows: Option<u64>,
-    data_bytes: Option<u64>,
-    index_bytes: Option<u64>,
-    /// Rows written since statistics began (performance_schema), when read.
-    writes: Option<u64>,
+    /// Rows, data and index bytes (persistent statistics), rows written since statistics
+    /// began (performance_schema): [`UNKNOWN`] when not read — plain numbers keep the table at
+    /// 48 bytes.
+    rows: u64,
+    data_bytes: u64,
+    index_bytes: u64,
+    writes: u64,
     partitioned: bool,
+}
+
+/// A count not read.
+const UNKNOWN: u64 = u64::MAX;
+
+fn known(v: u64) -> Option<u64> {
+    (v != UNKNOWN).then_some(v)
+}
+
+/// Adds `n` to a count that may be [`UNKNOWN`].
+fn add(v: &mut u64, n: u64) {
+    *v = known(*v).unwrap_or(0).saturating_add(n).min(UNKNOWN - 1);
 }
 
 /// One index of the table being folded.
@@ -163,12 +175,18 @@ impl Dictionary {
         self.tables.push(DTable {
             schema,
             name: (start, base.len() as u32),
-            rows: None,
-            data_bytes: None,
-            index_bytes: None,
-            writes: None,
+            rows: UNKNOWN,
+            data_bytes: UNKNOWN,
+            index_bytes: UNKNOWN,
+            writes: UNKNOWN,
             partitioned: false,
         });
+    }
+
+    /// Whether performance_schema's index counts will be read (a non-unique index may then be
+    /// unread: its table is kept).
+    pub(crate) fn set_performance_schema(&mut self, on: bool) {
+        self.pfs = on;
     }
 
     /// After `INNODB_SYS_TABLES`: the look-ups by id and by name.
@@ -223,8 +241,7 @@ impl Dictionary {
     ) -> bool {
         match self.find(&schema, &name) {
             Some(i) => {
-                let t = &mut self.tables[i as usize];
-                t.writes = Some(t.writes.unwrap_or(0).saturating_add(writes));
+                add(&mut self.tables[i as usize].writes, writes);
                 true
             }
             None => self.other(schema, name, Some(writes), cap),
@@ -242,9 +259,9 @@ impl Dictionary {
     ) {
         if let Some(i) = self.find(schema, name) {
             let t = &mut self.tables[i as usize];
-            t.rows = Some(t.rows.unwrap_or(0).saturating_add(rows));
-            t.data_bytes = Some(t.data_bytes.unwrap_or(0).saturating_add(data));
-            t.index_bytes = Some(t.index_bytes.unwrap_or(0).saturating_add(index));
+            add(&mut t.rows, rows);
+            add(&mut t.data_bytes, data);
+            add(&mut t.index_bytes, index);
         }
     }
 
@@ -368,10 +385,10 @@ impl Dictionary {
             schema: self.schemas[dt.schema as usize].clone(),
             name: self.name_of(dt).to_owned(),
             engine: Some("InnoDB".into()),
-            rows: dt.rows,
-            data_bytes: dt.data_bytes,
-            index_bytes: dt.index_bytes,
-            writes: dt.writes,
+            rows: known(dt.rows),
+            data_bytes: known(dt.data_bytes),
+            index_bytes: known(dt.index_bytes),
+            writes: known(dt.writes),
             indexes: out,
             ..Default::default()
         };
@@ -416,6 +433,26 @@ fn internal(name: &str) -> bool {
         .and_then(|r| r.get(..17))
         .is_some_and(|h| h.ends_with('_') && h[..16].bytes().all(|b| b.is_ascii_hexdigit()));
     fts || name.starts_with("#sql") || name.contains("#i#")
+}
+
+/// `db/table` in the server's file-name encoding (`@0020` for a space, `@002d` for `-`) as
+/// (schema, table); `None` when it cannot be decoded.
+pub(crate) fn decode_table(name: &str) -> Option<(String, String)> {
+    let (db, table) = name.split_once('/')?;
+    Some((decode_part(db)?, decode_part(table)?))
+}
+
+fn decode_part(s: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('@') {
+        out.push_str(&rest[..i]);
+        let hex = rest.get(i + 1..i + 5)?;
+        out.push(char::from_u32(u32::from_str_radix(hex, 16).ok()?)?);
+        rest = &rest[i + 5..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 #[cfg(test)]
