@@ -90,6 +90,8 @@ pub struct CpuFacts {
     pub smt_active: Option<bool>,
     /// Nominal (rated) frequency: `/proc/cpuinfo` clock on POWER, cpufreq base or max elsewhere.
     pub nominal_mhz: Option<f64>,
+    /// Where `nominal_mhz` comes from; with it `None`, why it is unknown (`unknown on a
+    /// pSeries guest …`).
     pub nominal_source: Option<String>,
     /// Average current frequency (cpufreq `scaling_cur_freq`, or cpuinfo `cpu MHz`).
     pub current_mhz: Option<f64>,
@@ -150,7 +152,8 @@ pub struct Cache {
     pub level: u32,
     /// `Data`, `Instruction` or `Unified`.
     pub kind: String,
-    pub size_bytes: u64,
+    /// `None` when sysfs lists the cache without a `size` (QEMU's arm64 `virt` machine does).
+    pub size_bytes: Option<u64>,
     pub shared_cpu_list: String,
 }
 

@@ -391,7 +391,7 @@ pub fn linux_os() -> OsFacts {
             caches: vec![Cache {
                 level: 3,
                 kind: "Unified".into(),
-                size_bytes: 32 << 20,
+                size_bytes: Some(32 << 20),
                 shared_cpu_list: "0-7".into(),
             }],
             l3_total_bytes: Some(32 << 20),

@@ -90,6 +90,10 @@ mod linux {
             h.hostname =
                 read(r.proc("sys/kernel/hostname")).unwrap_or_else(|| "recorded-host".into());
             h.kernel = read(r.proc("sys/kernel/osrelease"));
+            h.page_size_bytes = r
+                .recorded
+                .as_deref()
+                .and_then(crate::collect::os::recorded::page_size);
             if let Some(ci) = read(r.proc("cpuinfo")) {
                 h.arch = cpu_architecture_of(r, &ci);
             }

@@ -153,14 +153,20 @@ fn os(o: &mut String, s: &Snapshot) {
                 line += &format!(", {sk} socket(s) × {} cores × {t} threads", co / sk.max(1));
             }
             if let Some(smt) = &c.smt_control {
-                // The kernel's words for /sys/devices/system/cpu/smt/control, in English.
-                let smt = match smt.as_str() {
-                    "forceoff" => "forced off",
-                    "notsupported" => "not supported",
-                    "notimplemented" => "not implemented",
-                    other => other,
+                // The kernel's words for /sys/devices/system/cpu/smt/control, in English. On
+                // a platform without the control (POWER's pseries, QEMU) it says nothing
+                // about the threads themselves: those come first then.
+                line += &match (smt.as_str(), c.threads_per_core) {
+                    ("notimplemented", Some(t)) if t > 1 => format!(
+                        ", SMT{t} active (the kernel's SMT control is not implemented on this platform)"
+                    ),
+                    ("notimplemented", _) => {
+                        ", the kernel's SMT control is not implemented on this platform".into()
+                    }
+                    ("forceoff", _) => ", SMT forced off".into(),
+                    ("notsupported", _) => ", SMT not supported".into(),
+                    (other, _) => format!(", SMT {}", esc(other)),
                 };
-                line += &format!(", SMT {}", esc(smt));
             }
             // cpuinfo's `cpu MHz` without cpufreq is shown as what it is, not as a frequency
             // the CPUs were measured at.
@@ -466,5 +472,40 @@ fn finding(o: &mut String, c: &Check) {
     let _ = writeln!(o, "    {}", "fix:".dimmed());
     for line in c.remediation.lines() {
         let _ = writeln!(o, "      {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use powerdiag_rules::testing::{SnapshotBuilder, power9_cpu};
+
+    /// A platform without the kernel's SMT control (POWER's pseries, QEMU) says which SMT is
+    /// active, not "SMT not implemented" beside "× 4 threads".
+    #[test]
+    fn smt_without_the_kernels_control_says_what_is_active() {
+        let line = |smt: u32, control: &str| {
+            let s = SnapshotBuilder::new()
+                .os(|f| {
+                    let mut cpu = power9_cpu(8, smt);
+                    cpu.smt_control = Some(control.into());
+                    f.cpu = powerdiag_rules::Gathered::Available(cpu);
+                })
+                .build();
+            let mut o = String::new();
+            super::os(&mut o, &s);
+            o
+        };
+        let four = line(4, "notimplemented");
+        assert!(
+            four.contains("× 4 threads, SMT4 active (the kernel's SMT control is not implemented on this platform)"),
+            "{four}"
+        );
+        assert!(!four.contains("SMT not implemented"), "{four}");
+        let one = line(1, "notimplemented");
+        assert!(
+            one.contains("× 1 threads, the kernel's SMT control is not implemented on this platform"),
+            "{one}"
+        );
+        assert!(line(2, "forceoff").contains(", SMT forced off"));
     }
 }

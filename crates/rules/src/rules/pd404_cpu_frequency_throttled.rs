@@ -65,9 +65,12 @@ impl Rule for CpuFrequencyThrottled {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {
         let cpu = s.cpu()?;
         let nominal = cpu.nominal_mhz.ok_or_else(|| {
-            Verdict::insufficient(
-                "the nominal CPU frequency is unknown (no cpufreq, no POWER clock line)",
-            )
+            Verdict::insufficient(match cpu.nominal_source.as_deref() {
+                // The collector says why (a pSeries guest's clock line is the hypervisor's).
+                Some(why) => format!("the nominal CPU frequency is {why}"),
+                None => "the nominal CPU frequency is unknown (no cpufreq, no POWER clock line)"
+                    .into(),
+            })
         })?;
         let (effective, source) = cpu.measured_mhz().ok_or_else(|| {
             Verdict::insufficient(match cpu.current_source.as_deref() {

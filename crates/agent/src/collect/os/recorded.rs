@@ -12,7 +12,11 @@
 //!   without a first reading;
 //! - `statvfs`: one line per server directory, `path<TAB>f_frsize<TAB>f_blocks<TAB>f_bavail`,
 //!   then `<TAB>f_files<TAB>f_favail` (the inodes, since PD807), as statvfs(3) returned them
-//!   (`stat -f -c '%S %b %a %c %d' PATH`); `#` starts a comment.
+//!   (`stat -f -c '%S %b %a %c %d' PATH`); `#` starts a comment;
+//! - `uname-m`: the machine's architecture as `uname -m` printed it (`ppc64le`, `aarch64`):
+//!   POWER's byte order is in no kernel file of a tree older than Linux 6.1;
+//! - `page-size`: the base page size in bytes (`getconf PAGESIZE`): Debian's ppc64el kernel
+//!   uses 64 KiB pages, which no file of the tree states when mariadbd is not running.
 //!
 //! `tests/fixtures/linux/record.sh` writes it; without it a tree has no window and no free
 //! space, and the sections say so.
@@ -36,6 +40,22 @@ const MAX_WINDOW: Duration = Duration::from_secs(86_400);
 pub fn beside(procfs: &Path) -> Option<PathBuf> {
     let dir = procfs.parent()?.join("recorded");
     dir.is_dir().then_some(dir)
+}
+
+/// The recorded `uname -m` (see the module), when present and plausible (a short word).
+pub(crate) fn machine(dir: &Path) -> Option<String> {
+    let m = read_text(&dir.join("uname-m")).ok()?.trim().to_owned();
+    (!m.is_empty()
+        && m.len() < 32
+        && m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    .then_some(m)
+}
+
+/// The recorded base page size (see the module), when present and a power of two from 4 KiB
+/// to 1 MiB.
+pub(crate) fn page_size(dir: &Path) -> Option<u64> {
+    let n: u64 = read_text(&dir.join("page-size")).ok()?.trim().parse().ok()?;
+    (n.is_power_of_two() && (4096..=1 << 20).contains(&n)).then_some(n)
 }
 
 /// Checks everything in `dir` a replay will read, naming the file and the fix: for `doctor`
@@ -190,6 +210,28 @@ mod tests {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
+    }
+
+    /// A ppc64le tree replayed keeps its byte order and its 64 KiB pages: the host facts and
+    /// the CPU's architecture come from `recorded/`, not from a guess.
+    #[test]
+    fn the_machine_and_page_size_come_from_the_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = dir.path().join("recorded");
+        put(dir.path(), "recorded/uname-m", "ppc64le\n");
+        put(dir.path(), "recorded/page-size", "65536\n");
+        assert_eq!(machine(&rec).as_deref(), Some("ppc64le"));
+        assert_eq!(page_size(&rec), Some(65536));
+        put(dir.path(), "recorded/uname-m", "ppc64le; rm -rf /\n");
+        put(dir.path(), "recorded/page-size", "65535\n");
+        assert_eq!((machine(&rec), page_size(&rec)), (None, None), "implausible");
+        put(dir.path(), "recorded/uname-m", "ppc64le\n");
+        put(dir.path(), "recorded/page-size", "65536\n");
+        put(dir.path(), "proc/cpuinfo", "processor\t: 0\ncpu\t\t: POWER9 (architected), altivec supported\nclock\t\t: 2750.000000MHz\nrevision\t: 2.2 (pvr 004e 1202)\n\ntimebase\t: 512000000\nplatform\t: pSeries\n");
+        put(dir.path(), "proc/sys/kernel/hostname", "p9\n");
+        let roots = Roots::tree(dir.path());
+        let h = crate::collect::host::collect(&roots).unwrap();
+        assert_eq!((h.arch.as_str(), h.page_size_bytes), ("ppc64le", Some(65536)));
     }
 
     #[test]

@@ -212,6 +212,18 @@ fn fixed(r: &Roots, online: Option<Vec<u32>>) -> Result<Fixed, CollectError> {
     if let Some((mhz, source)) = nominal {
         cpu.nominal_mhz = Some(mhz);
         cpu.nominal_source = Some(source);
+    } else if power
+        && first("platform").is_some_and(|p| p.trim() == "pSeries")
+        && !super::lparcfg::PATHS
+            .iter()
+            .any(|p| r.proc(p).is_file())
+    {
+        // A pSeries guest of KVM or QEMU (PowerVM always has lparcfg): its `clock` line is
+        // what the hypervisor says (QEMU fixes 1000 MHz) and SPURR/PURR are emulated, so a
+        // ratio of the two would be made up.
+        cpu.nominal_source = Some(
+            "unknown on a pSeries guest without lparcfg (KVM, QEMU): /proc/cpuinfo's clock is the hypervisor's, not the hardware's".into(),
+        );
     } else if power && let Some(mhz) = first("clock").and_then(|c| parse_mhz(&c)) {
         cpu.nominal_mhz = Some(mhz);
         cpu.nominal_source = Some("/proc/cpuinfo clock".into());
@@ -234,11 +246,15 @@ fn fixed(r: &Roots, online: Option<Vec<u32>>) -> Result<Fixed, CollectError> {
 
 /// The machine's architecture as `uname -m` names it — the one detector for the whole report
 /// (`host.arch` and `cpu.architecture`). Live: the running kernel's. A recorded tree: its
-/// `kernel/arch` (Linux 6.1+) or the suffix of its `osrelease` (`…el8.ppc64le`), else what its
+/// recorded `uname -m`, its `kernel/arch` (Linux 6.1+) or the suffix of its `osrelease`
+/// (`…el8.ppc64le`), else what its
 /// cpuinfo shows; POWER's byte order is then unknown and said so, never guessed.
 pub(crate) fn architecture(r: &Roots, power: bool, x86: bool, arm: bool) -> String {
     if r.is_live() {
         return crate::collect::os::live_architecture();
+    }
+    if let Some(m) = r.recorded.as_deref().and_then(crate::collect::os::recorded::machine) {
+        return m;
     }
     let from_tree = read_trim(&r.proc("sys/kernel/arch")).ok().or_else(|| {
         let rel = read_trim(&r.proc("sys/kernel/osrelease")).ok()?;
@@ -434,6 +450,30 @@ mod tests {
             Some("cpufreq scaling_cur_freq")
         );
         assert_eq!(c.governor.as_deref(), Some("powersave"));
+    }
+
+    /// A pSeries guest of QEMU or KVM (no lparcfg): its clock line is the hypervisor's, so the
+    /// nominal frequency is unknown and says why; a PowerVM LPAR (lparcfg) keeps its clock.
+    #[test]
+    fn a_pseries_guest_without_lparcfg_has_no_nominal_frequency() {
+        let cpuinfo = "processor\t: 0\ncpu\t\t: POWER9 (architected), altivec supported\nclock\t\t: 1000.000000MHz\nrevision\t: 2.2 (pvr 004e 1202)\n\ntimebase\t: 512000000\nplatform\t: pSeries\nmodel\t\t: IBM pSeries (emulated by qemu)\n";
+        let guest = tree(&[
+            ("proc/cpuinfo", cpuinfo),
+            ("sys/devices/system/cpu/online", "0\n"),
+        ]);
+        let c = collect(&Roots::tree(guest.path())).unwrap();
+        assert_eq!(c.nominal_mhz, None, "{c:?}");
+        assert!(
+            c.nominal_source.as_deref().is_some_and(|s| s.contains("pSeries guest without lparcfg")),
+            "{c:?}"
+        );
+        let lpar = tree(&[
+            ("proc/cpuinfo", cpuinfo),
+            ("proc/powerpc/lparcfg", "lparcfg 1.9\nshared_processor_mode=0\n"),
+            ("sys/devices/system/cpu/online", "0\n"),
+        ]);
+        let c = collect(&Roots::tree(lpar.path())).unwrap();
+        assert_eq!(c.nominal_mhz, Some(1000.0), "{c:?}");
     }
 
     /// An x86 guest without cpufreq: cpuinfo's `cpu MHz` is recorded as what it is, and is not

@@ -64,7 +64,7 @@ fn is_pseries(cpuinfo: &str) -> bool {
 
 /// Where lparcfg is: the kernel's path, and the one sos, apport and other collectors record
 /// (`proc/ppc64/lparcfg`, the old name the kernel still links).
-const PATHS: [&str; 2] = ["powerpc/lparcfg", "ppc64/lparcfg"];
+pub(super) const PATHS: [&str; 2] = ["powerpc/lparcfg", "ppc64/lparcfg"];
 
 /// `Ok(None)`: no lparcfg on a machine that is not a pSeries platform, so not a PowerVM
 /// partition. A pSeries platform (PowerVM LPAR or KVM guest) without lparcfg is a partition of

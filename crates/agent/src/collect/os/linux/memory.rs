@@ -31,11 +31,18 @@ impl Collector for Memory {
         let base_page = if ctx.roots.is_live() {
             Some(rustix::param::page_size() as u64)
         } else {
-            so_far
-                .process
-                .as_ref()
-                .ok()
-                .and_then(|p| p.kernel_page_sizes.first().copied())
+            // The recorded page size, else the smallest of mariadbd's mappings.
+            ctx.roots
+                .recorded
+                .as_deref()
+                .and_then(crate::collect::os::recorded::page_size)
+                .or_else(|| {
+                    so_far
+                        .process
+                        .as_ref()
+                        .ok()
+                        .and_then(|p| p.kernel_page_sizes.first().copied())
+                })
         };
         collect(ctx.roots, base_page)
     }
@@ -43,6 +50,25 @@ impl Collector for Memory {
     fn store(facts: &mut OsFacts, section: Gathered<MemoryFacts>) {
         facts.memory = section;
     }
+}
+
+/// The sizes of `/sys/kernel/mm/hugepages/hugepages-<N>kB`, bytes; none when absent.
+fn registered_huge_page_sizes(r: &Roots) -> Vec<u64> {
+    let Ok(dir) = std::fs::read_dir(r.sys("kernel/mm/hugepages")) else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name();
+            let kb: u64 = name
+                .to_str()?
+                .strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()?;
+            kb.checked_mul(1024)
+        })
+        .collect()
 }
 
 /// `base_page`: the base page size when known (live: the running kernel's; a tree: the
@@ -56,6 +82,11 @@ pub(super) fn collect(r: &Roots, base_page: Option<u64>) -> Result<MemoryFacts, 
     };
     let mut page_sizes: Vec<u64> = base_page.into_iter().collect();
     page_sizes.extend(m.hugepagesize);
+    // Every huge page size the kernel registered (`hugepages-2048kB`, `hugepages-1048576kB`,
+    // ...); meminfo's `Hugepagesize` is only the default one.
+    page_sizes.extend(registered_huge_page_sizes(r));
+    page_sizes.sort_unstable();
+    page_sizes.dedup();
     Ok(MemoryFacts {
         base_page_bytes: base_page,
         thp_enabled: thp("enabled"),
@@ -68,4 +99,38 @@ pub(super) fn collect(r: &Roots, base_page: Option<u64>) -> Result<MemoryFacts, 
         swap_total_bytes: Some(m.swap_total),
         swap_free_bytes: Some(m.swap_free),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::os::linux::tests::write;
+
+    /// Every size the kernel registered under `/sys/kernel/mm/hugepages` is listed, not only
+    /// meminfo's default `Hugepagesize` (arm64: 64 KiB, 2 MiB, 32 MiB and 1 GiB).
+    #[test]
+    fn lists_every_registered_huge_page_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let meminfo = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/linux/x86_64-vm-recorded/proc/meminfo"
+        ))
+        .unwrap();
+        write(dir.path(), "proc/meminfo", &meminfo);
+        for kb in ["64", "2048", "32768", "1048576"] {
+            write(
+                dir.path(),
+                &format!("sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"),
+                "0\n",
+            );
+        }
+        write(dir.path(), "sys/kernel/mm/hugepages/not-a-size/x", "0\n");
+        let m = collect(&Roots::tree(dir.path()), Some(4096)).unwrap();
+        assert_eq!(
+            m.page_sizes,
+            [4096, 64 << 10, 2 << 20, 32 << 20, 1 << 30],
+            "{m:?}"
+        );
+        assert_eq!(m.hugepage_bytes, Some(2 << 20), "the default stays meminfo's");
+    }
 }

@@ -136,13 +136,14 @@ type ByThread = BTreeMap<u32, Counter>;
 /// the agent's) each get their own.
 static KEPT: Mutex<Option<Session>> = Mutex::new(None);
 
-/// Why an event could not be opened, in words a user can act on.
-fn explain(e: &io::Error, r: &Roots) -> String {
+/// Why event `name` could not be opened, in words a user can act on. An `ENOENT` names the
+/// event the PMU lacks; [`reword_without_pmu`] says "no PMU" once no hardware event opened.
+fn explain(e: &io::Error, r: &Roots, name: &str) -> String {
     let paranoid =
         read_trim(&r.proc("sys/kernel/perf_event_paranoid")).unwrap_or_else(|_| "?".into());
     match e.raw_os_error() {
         Some(libc_errno::ENOENT) => {
-            "unavailable: no PMU for this event (perf_event_open ENOENT; typical in a VM without a virtual PMU)".into()
+            format!("unavailable: {LACKS} {name} (perf_event_open ENOENT)")
         }
         Some(libc_errno::EACCES) | Some(libc_errno::EPERM) => format!(
             "forbidden: kernel.perf_event_paranoid is {paranoid} (user-space counting of another process needs ≤ 2) or powerdiag lacks CAP_PERFMON and ptrace access to mariadbd (perf_event_open {})",
@@ -154,6 +155,37 @@ fn explain(e: &io::Error, r: &Roots) -> String {
         Some(libc_errno::ESRCH) => "the thread exited before it could be counted (ESRCH)".into(),
         Some(libc_errno::EMFILE) => "too many open files (EMFILE); raise the file limit".into(),
         _ => format!("perf_event_open failed: {e}"),
+    }
+}
+
+/// The start of an `ENOENT` explanation: the PMU is there but lacks the event.
+const LACKS: &str = "this CPU's PMU does not count";
+
+/// When no hardware event opened and some were refused with `ENOENT`, there is no PMU at all
+/// (a VM without a virtual PMU), not a PMU without those events: says so.
+fn reword_without_pmu(
+    out: &mut [(&'static str, Result<ByThread, PerfError>)],
+    unsupported: &mut BTreeMap<&'static str, (Instant, PerfError)>,
+) {
+    if out.iter().any(|(_, r)| r.is_ok()) {
+        return;
+    }
+    let reword = |e: &mut PerfError, name: &str| {
+        if let PerfError::Refused(why) = e
+            && why.starts_with(&format!("unavailable: {LACKS}"))
+        {
+            *why = format!(
+                "unavailable: no hardware PMU (perf_event_open ENOENT for {name} and every other hardware event; typical in a VM without a virtual PMU)"
+            );
+        }
+    };
+    for (name, r) in out.iter_mut() {
+        if let Err(e) = r {
+            reword(e, name);
+        }
+    }
+    for (name, (_, e)) in unsupported.iter_mut() {
+        reword(e, name);
     }
 }
 
@@ -234,7 +266,7 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
                 // A thread that exited meanwhile is not the event's fault.
                 Err(e) if e.raw_os_error() == Some(libc_errno::ESRCH) => {}
                 Err(e) => {
-                    let why = PerfError::Refused(explain(&e, r));
+                    let why = PerfError::Refused(explain(&e, r, name));
                     if matches!(
                         e.raw_os_error(),
                         Some(libc_errno::ENOENT | libc_errno::EOPNOTSUPP | libc_errno::EINVAL)
@@ -253,6 +285,7 @@ pub(super) fn start(r: &Roots, pid: u32) -> Session {
         };
         out.push((name, result));
     }
+    reword_without_pmu(&mut out, &mut unsupported);
     let mut kept_software = kept_software.unwrap_or_default();
     kept_software.retain(|&tid, _| keep(tid));
     Session {
@@ -313,7 +346,7 @@ fn start_software(
             }
             // A thread that exited meanwhile is not the events' fault.
             Err(e) if e.raw_os_error() == Some(libc_errno::ESRCH) => {}
-            Err(e) => return Err(PerfError::Refused(explain(&e, r))),
+            Err(e) => return Err(PerfError::Refused(explain(&e, r, "software events"))),
         }
     }
     if groups.is_empty() {
@@ -416,6 +449,38 @@ mod tests {
             .as_ref()
             .map(|g| g.iter().map(|(&tid, g)| (tid, g.id())).collect())
             .unwrap_or_default()
+    }
+
+    /// An event the PMU lacks is named (the kernel's arm64 PMU counts `cycles` but not the
+    /// TLB events in a QEMU guest); with no hardware event counted at all, there is no PMU.
+    #[test]
+    fn names_the_event_the_pmu_lacks_or_says_there_is_no_pmu() {
+        let enoent = io::Error::from_raw_os_error(libc_errno::ENOENT);
+        let roots = Roots::default();
+        let lacks = |name: &'static str| {
+            (name, Err(PerfError::Refused(explain(&enoent, &roots, name))))
+        };
+        let mut out: Vec<(&'static str, Result<ByThread, PerfError>)> =
+            vec![("cycles", Ok(BTreeMap::new())), lacks("dTLB-load-misses")];
+        let mut unsupported = BTreeMap::new();
+        reword_without_pmu(&mut out, &mut unsupported);
+        assert_eq!(
+            out[1].1.as_ref().unwrap_err().to_string(),
+            "unavailable: this CPU's PMU does not count dTLB-load-misses (perf_event_open ENOENT)"
+        );
+        let mut out = vec![lacks("cycles"), lacks("dTLB-load-misses")];
+        let mut unsupported = BTreeMap::from([(
+            "cycles",
+            (Instant::now(), out[0].1.as_ref().unwrap_err().clone()),
+        )]);
+        reword_without_pmu(&mut out, &mut unsupported);
+        for e in [out[1].1.as_ref().unwrap_err(), &unsupported["cycles"].1] {
+            assert!(
+                e.to_string().starts_with("unavailable: no hardware PMU (perf_event_open ENOENT for")
+                    && e.to_string().ends_with("typical in a VM without a virtual PMU)"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -64,7 +64,7 @@ static LIVE_CACHES: Kept<Vec<u32>, Vec<Cache>> = Kept::new();
 
 /// Every distinct cache of the online CPUs (a shared cache once).
 fn read_caches(r: &Roots, online: &[u32]) -> Vec<Cache> {
-    let mut caches: BTreeMap<(u32, String, String), u64> = BTreeMap::new();
+    let mut caches: BTreeMap<(u32, String, String), Option<u64>> = BTreeMap::new();
     // Per cache index, the CPUs already covered by a cache seen on another CPU: a shared cache
     // is read once, not once per CPU (on a 96-CPU POWER9 that is ~10× fewer files).
     let mut covered: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
@@ -93,16 +93,15 @@ fn read_caches(r: &Roots, online: &[u32]) -> Vec<Cache> {
                 .entry(index)
                 .or_default()
                 .extend(shared_cpus.iter().copied());
-            let (Ok(level), Ok(kind), Ok(size)) = (
-                read_trim(&p.join("level")),
-                read_trim(&p.join("type")),
-                read_trim(&p.join("size")),
-            ) else {
+            let (Ok(level), Ok(kind)) = (read_trim(&p.join("level")), read_trim(&p.join("type")))
+            else {
                 continue;
             };
-            let (Ok(level), Some(size)) = (level.parse::<u32>(), parse_size(&size)) else {
+            let Ok(level) = level.parse::<u32>() else {
                 continue;
             };
+            // A cache listed without its size (QEMU's arm64 `virt`) is kept, size unknown.
+            let size = read_trim(&p.join("size")).ok().and_then(|s| parse_size(&s));
             // Normalise the list so "0-1" and "0,1" are the same cache.
             let shared = if shared_cpus.is_empty() {
                 shared
@@ -147,7 +146,8 @@ fn finish(
         .filter(|c| c.kind != "Instruction")
         .map(|c| c.level)
         .max();
-    let l3_total_bytes = top.filter(|l| *l >= 3).map(|level| {
+    // Unknown when any of its caches' sizes is.
+    let l3_total_bytes = top.filter(|l| *l >= 3).and_then(|level| {
         caches
             .iter()
             .filter(|c| c.level == level && c.kind != "Instruction")
@@ -156,7 +156,7 @@ fn finish(
                     .is_ok_and(|cpus| cpus.iter().any(|x| allowed.contains(x)))
             })
             .map(|c| c.size_bytes)
-            .fold(0u64, u64::saturating_add)
+            .try_fold(0u64, |sum, s| Some(sum.saturating_add(s?)))
     });
 
     let (numa_nodes, numa_unread) = numa(r)?;
@@ -296,6 +296,34 @@ mod tests {
     use crate::collect::os::linux::tests::write;
 
     /// An older kernel's layout: no `cpu/online`, no `node/online`, masks instead of lists.
+    #[test]
+    /// QEMU's arm64 `virt` machine lists its caches without `size`: they are kept, size
+    /// unknown, and the L3 total is unknown rather than a sum of the known ones.
+    fn keeps_caches_listed_without_a_size() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "sys/devices/system/cpu/online", "0-1\n");
+        for cpu in 0..2 {
+            for (index, level, kind, shared) in [
+                ("index0", "1", "Data", cpu.to_string()),
+                ("index1", "1", "Instruction", cpu.to_string()),
+                ("index2", "2", "Unified", "0-1".to_owned()),
+            ] {
+                let c = format!("sys/devices/system/cpu/cpu{cpu}/cache/{index}");
+                write(dir.path(), &format!("{c}/level"), &format!("{level}\n"));
+                write(dir.path(), &format!("{c}/type"), &format!("{kind}\n"));
+                write(dir.path(), &format!("{c}/shared_cpu_list"), &format!("{shared}\n"));
+            }
+        }
+        write(dir.path(), "sys/devices/system/cpu/cpu0/cache/index3/level", "3\n");
+        write(dir.path(), "sys/devices/system/cpu/cpu0/cache/index3/type", "Unified\n");
+        write(dir.path(), "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0-1\n");
+        let t = collect(&Roots::tree(dir.path()), None).unwrap();
+        // Two L1d, two L1i, one shared L2, one L3: every size unknown.
+        assert_eq!(t.caches.len(), 6, "{t:?}");
+        assert!(t.caches.iter().all(|c| c.size_bytes.is_none()), "{t:?}");
+        assert_eq!(t.l3_total_bytes, None);
+    }
+
     #[test]
     fn reads_trees_without_online_lists_or_cpu_lists() {
         let dir = tempfile::tempdir().unwrap();
