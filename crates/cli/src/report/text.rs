@@ -503,7 +503,9 @@ mod tests {
         assert!(!four.contains("SMT not implemented"), "{four}");
         let one = line(1, "notimplemented");
         assert!(
-            one.contains("× 1 threads, the kernel's SMT control is not implemented on this platform"),
+            one.contains(
+                "× 1 threads, the kernel's SMT control is not implemented on this platform"
+            ),
             "{one}"
         );
         assert!(line(2, "forceoff").contains(", SMT forced off"));

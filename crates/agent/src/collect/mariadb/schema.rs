@@ -1189,8 +1189,14 @@ mod tests {
         assert!(pfs_plan(true, 20_000).0);
         let (read, why) = pfs_plan(true, 100_000);
         assert!(!read);
-        assert!(why.starts_with("not read: 100000 InnoDB tables, above the 20000"), "{why}");
+        assert!(
+            why.starts_with("not read: 100000 InnoDB tables, above the 20000"),
+            "{why}"
+        );
         let (read, why) = pfs_plan(false, 10);
-        assert!(!read && why.starts_with("performance_schema = OFF"), "{why}");
+        assert!(
+            !read && why.starts_with("performance_schema = OFF"),
+            "{why}"
+        );
     }
 }

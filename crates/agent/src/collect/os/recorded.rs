@@ -45,16 +45,18 @@ pub fn beside(procfs: &Path) -> Option<PathBuf> {
 /// The recorded `uname -m` (see the module), when present and plausible (a short word).
 pub(crate) fn machine(dir: &Path) -> Option<String> {
     let m = read_text(&dir.join("uname-m")).ok()?.trim().to_owned();
-    (!m.is_empty()
-        && m.len() < 32
-        && m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-    .then_some(m)
+    (!m.is_empty() && m.len() < 32 && m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .then_some(m)
 }
 
 /// The recorded base page size (see the module), when present and a power of two from 4 KiB
 /// to 1 MiB.
 pub(crate) fn page_size(dir: &Path) -> Option<u64> {
-    let n: u64 = read_text(&dir.join("page-size")).ok()?.trim().parse().ok()?;
+    let n: u64 = read_text(&dir.join("page-size"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     (n.is_power_of_two() && (4096..=1 << 20).contains(&n)).then_some(n)
 }
 
@@ -224,14 +226,25 @@ mod tests {
         assert_eq!(page_size(&rec), Some(65536));
         put(dir.path(), "recorded/uname-m", "ppc64le; rm -rf /\n");
         put(dir.path(), "recorded/page-size", "65535\n");
-        assert_eq!((machine(&rec), page_size(&rec)), (None, None), "implausible");
+        assert_eq!(
+            (machine(&rec), page_size(&rec)),
+            (None, None),
+            "implausible"
+        );
         put(dir.path(), "recorded/uname-m", "ppc64le\n");
         put(dir.path(), "recorded/page-size", "65536\n");
-        put(dir.path(), "proc/cpuinfo", "processor\t: 0\ncpu\t\t: POWER9 (architected), altivec supported\nclock\t\t: 2750.000000MHz\nrevision\t: 2.2 (pvr 004e 1202)\n\ntimebase\t: 512000000\nplatform\t: pSeries\n");
+        put(
+            dir.path(),
+            "proc/cpuinfo",
+            "processor\t: 0\ncpu\t\t: POWER9 (architected), altivec supported\nclock\t\t: 2750.000000MHz\nrevision\t: 2.2 (pvr 004e 1202)\n\ntimebase\t: 512000000\nplatform\t: pSeries\n",
+        );
         put(dir.path(), "proc/sys/kernel/hostname", "p9\n");
         let roots = Roots::tree(dir.path());
         let h = crate::collect::host::collect(&roots).unwrap();
-        assert_eq!((h.arch.as_str(), h.page_size_bytes), ("ppc64le", Some(65536)));
+        assert_eq!(
+            (h.arch.as_str(), h.page_size_bytes),
+            ("ppc64le", Some(65536))
+        );
     }
 
     #[test]

@@ -213,10 +213,8 @@ fn fixed(r: &Roots, online: Option<Vec<u32>>) -> Result<Fixed, CollectError> {
         cpu.nominal_mhz = Some(mhz);
         cpu.nominal_source = Some(source);
     } else if power
-        && first("platform").is_some_and(|p| p.trim() == "pSeries")
-        && !super::lparcfg::PATHS
-            .iter()
-            .any(|p| r.proc(p).is_file())
+        && read_trim(&r.proc("cpuinfo")).is_ok_and(|t| super::lparcfg::is_pseries(&t))
+        && !super::lparcfg::PATHS.iter().any(|p| r.proc(p).is_file())
     {
         // A pSeries guest of KVM or QEMU (PowerVM always has lparcfg): its `clock` line is
         // what the hypervisor says (QEMU fixes 1000 MHz) and SPURR/PURR are emulated, so a
@@ -253,7 +251,11 @@ pub(crate) fn architecture(r: &Roots, power: bool, x86: bool, arm: bool) -> Stri
     if r.is_live() {
         return crate::collect::os::live_architecture();
     }
-    if let Some(m) = r.recorded.as_deref().and_then(crate::collect::os::recorded::machine) {
+    if let Some(m) = r
+        .recorded
+        .as_deref()
+        .and_then(crate::collect::os::recorded::machine)
+    {
         return m;
     }
     let from_tree = read_trim(&r.proc("sys/kernel/arch")).ok().or_else(|| {
@@ -464,12 +466,17 @@ mod tests {
         let c = collect(&Roots::tree(guest.path())).unwrap();
         assert_eq!(c.nominal_mhz, None, "{c:?}");
         assert!(
-            c.nominal_source.as_deref().is_some_and(|s| s.contains("pSeries guest without lparcfg")),
+            c.nominal_source
+                .as_deref()
+                .is_some_and(|s| s.contains("pSeries guest without lparcfg")),
             "{c:?}"
         );
         let lpar = tree(&[
             ("proc/cpuinfo", cpuinfo),
-            ("proc/powerpc/lparcfg", "lparcfg 1.9\nshared_processor_mode=0\n"),
+            (
+                "proc/powerpc/lparcfg",
+                "lparcfg 1.9\nshared_processor_mode=0\n",
+            ),
             ("sys/devices/system/cpu/online", "0\n"),
         ]);
         let c = collect(&Roots::tree(lpar.path())).unwrap();

@@ -54,7 +54,7 @@ impl Collector for Partition {
 pub(super) type Fields = HashMap<String, String>;
 
 /// `platform : pSeries` in /proc/cpuinfo (PowerNV bare metal says `PowerNV`).
-fn is_pseries(cpuinfo: &str) -> bool {
+pub(super) fn is_pseries(cpuinfo: &str) -> bool {
     cpuinfo.lines().any(|l| {
         l.split_once(':').is_some_and(|(k, v)| {
             k.trim() == "platform" && v.trim().eq_ignore_ascii_case("pseries")

@@ -131,6 +131,10 @@ mod tests {
             [4096, 64 << 10, 2 << 20, 32 << 20, 1 << 30],
             "{m:?}"
         );
-        assert_eq!(m.hugepage_bytes, Some(2 << 20), "the default stays meminfo's");
+        assert_eq!(
+            m.hugepage_bytes,
+            Some(2 << 20),
+            "the default stays meminfo's"
+        );
     }
 }

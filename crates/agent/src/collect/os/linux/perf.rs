@@ -147,7 +147,11 @@ fn explain(e: &io::Error, r: &Roots, name: &str) -> String {
         }
         Some(libc_errno::EACCES) | Some(libc_errno::EPERM) => format!(
             "forbidden: kernel.perf_event_paranoid is {paranoid} (user-space counting of another process needs ≤ 2) or powerdiag lacks CAP_PERFMON and ptrace access to mariadbd (perf_event_open {})",
-            if e.raw_os_error() == Some(libc_errno::EACCES) { "EACCES" } else { "EPERM" }
+            if e.raw_os_error() == Some(libc_errno::EACCES) {
+                "EACCES"
+            } else {
+                "EPERM"
+            }
         ),
         Some(libc_errno::EOPNOTSUPP) | Some(libc_errno::EINVAL) => {
             "not supported by this CPU or kernel (perf_event_open EOPNOTSUPP/EINVAL)".into()
@@ -458,7 +462,10 @@ mod tests {
         let enoent = io::Error::from_raw_os_error(libc_errno::ENOENT);
         let roots = Roots::default();
         let lacks = |name: &'static str| {
-            (name, Err(PerfError::Refused(explain(&enoent, &roots, name))))
+            (
+                name,
+                Err(PerfError::Refused(explain(&enoent, &roots, name))),
+            )
         };
         let mut out: Vec<(&'static str, Result<ByThread, PerfError>)> =
             vec![("cycles", Ok(BTreeMap::new())), lacks("dTLB-load-misses")];
@@ -476,8 +483,10 @@ mod tests {
         reword_without_pmu(&mut out, &mut unsupported);
         for e in [out[1].1.as_ref().unwrap_err(), &unsupported["cycles"].1] {
             assert!(
-                e.to_string().starts_with("unavailable: no hardware PMU (perf_event_open ENOENT for")
-                    && e.to_string().ends_with("typical in a VM without a virtual PMU)"),
+                e.to_string()
+                    .starts_with("unavailable: no hardware PMU (perf_event_open ENOENT for")
+                    && e.to_string()
+                        .ends_with("typical in a VM without a virtual PMU)"),
                 "{e}"
             );
         }

@@ -311,12 +311,28 @@ mod tests {
                 let c = format!("sys/devices/system/cpu/cpu{cpu}/cache/{index}");
                 write(dir.path(), &format!("{c}/level"), &format!("{level}\n"));
                 write(dir.path(), &format!("{c}/type"), &format!("{kind}\n"));
-                write(dir.path(), &format!("{c}/shared_cpu_list"), &format!("{shared}\n"));
+                write(
+                    dir.path(),
+                    &format!("{c}/shared_cpu_list"),
+                    &format!("{shared}\n"),
+                );
             }
         }
-        write(dir.path(), "sys/devices/system/cpu/cpu0/cache/index3/level", "3\n");
-        write(dir.path(), "sys/devices/system/cpu/cpu0/cache/index3/type", "Unified\n");
-        write(dir.path(), "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list", "0-1\n");
+        write(
+            dir.path(),
+            "sys/devices/system/cpu/cpu0/cache/index3/level",
+            "3\n",
+        );
+        write(
+            dir.path(),
+            "sys/devices/system/cpu/cpu0/cache/index3/type",
+            "Unified\n",
+        );
+        write(
+            dir.path(),
+            "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list",
+            "0-1\n",
+        );
         let t = collect(&Roots::tree(dir.path()), None).unwrap();
         // Two L1d, two L1i, one shared L2, one L3: every size unknown.
         assert_eq!(t.caches.len(), 6, "{t:?}");
