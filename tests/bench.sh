@@ -28,12 +28,17 @@
 #      metadata-lock pile-up of 10 under each holder source, and the agent's statements per
 #      sample with nothing waiting and with the chain;
 #   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
-#      statements, one agent sample's collector time and statements.
+#      statements, one agent sample's collector time and statements;
+#   5. the schema read (PD705-PD708) grown to 100,000 tables: each statement's server CPU
+#      (tests/harness/schema-cost.sh), doctor's server CPU with and without the mariadb_schema
+#      collector, the agent's resident memory after its first schema read (about 15 minutes
+#      to create the tables the first time).
 #
 # Environment: POWERDIAG_BENCH_PORT (33190), POWERDIAG_BENCH_SECONDS (60: each of the idle and
 # agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_FORM_SAMPLES
 # (20: statements of each form), POWERDIAG_BENCH_LOCK_LOOPS (20: lock reads per loop),
-# POWERDIAG_BENCH_TABLES (10000), POWERDIAG_BENCH_CRITERION=0 skips step 1.
+# POWERDIAG_BENCH_TABLES (10000), POWERDIAG_BENCH_SCHEMA_TABLES (100000; 0 skips step 5),
+# POWERDIAG_BENCH_CRITERION=0 skips step 1.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,6 +50,7 @@ SECONDS_SCRAPE=${POWERDIAG_BENCH_SCRAPE_SECONDS:-10}
 FORM_SAMPLES=${POWERDIAG_BENCH_FORM_SAMPLES:-20}
 LOCK_LOOPS=${POWERDIAG_BENCH_LOCK_LOOPS:-20}
 TABLES=${POWERDIAG_BENCH_TABLES:-10000}
+SCHEMA_TABLES=${POWERDIAG_BENCH_SCHEMA_TABLES:-100000}
 step() { printf '\n==> %s\n' "$*" >&2; }
 say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
 
@@ -359,6 +365,20 @@ stmts() { awk '$1 == "powerdiag_sample_sql_statements" {print $2}'; }
 say "agent sample at scale, first (lists $(sql -e "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 'pd\\_scale\\_%' OR TABLE_SCHEMA = 'bench'") tables' vector indexes): $(collectors <<<"$first")$(stmts <<<"$first") statements"
 say "agent sample at scale, steady: $(collectors <<<"$later")$(stmts <<<"$later") statements"
 stop_agent
+
+if [ "$SCHEMA_TABLES" -gt 0 ]; then
+    step "the schema read at $SCHEMA_TABLES tables (tests/harness/many-tables.sh, tests/harness/schema-cost.sh)"
+    s=$(date +%s.%N)
+    "$HERE/harness/many-tables.sh" bench "$SCHEMA_TABLES" 8 4
+    say "generator: grown to $SCHEMA_TABLES tables in $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s"
+    "$HERE/harness/schema-cost.sh" bench 3 | tee -a "$work/summary"
+    doctor_statements "at $SCHEMA_TABLES tables, --no-probe --sample-window 0" --no-probe --sample-window 0
+    doctor_statements "at $SCHEMA_TABLES tables, the same without the schema" --no-probe --sample-window 0 --no-collector.mariadb_schema
+    start_agent $'[sample]\ninterval = "10s"\nwindow = "0s"\n[probe]\nenabled = false\n'
+    sleep 30
+    say "agent at $SCHEMA_TABLES tables after its first schema read: VmRSS $(rss) kB, anonymous $(awk '/^RssAnon:/ {print $2}' "/proc/$agent_pid/status") kB, peak $(awk '/^VmHWM:/ {print $2}' "/proc/$agent_pid/status") kB (budget ≤ 16 MB)"
+    stop_agent
+fi
 
 step "summary"
 cat "$work/summary"

@@ -566,6 +566,16 @@ mod tests {
         let d = dictionary(2, true);
         assert_eq!(d.candidates, 4);
         assert_eq!(names(d), ["p", "nopk"]);
+        // The last group of index rows counts once closed.
+        let mut d = Dictionary::new(10, false);
+        d.sys_table(1, "d/t", &SYSTEM);
+        d.index_tables();
+        d.field(1, "a".into());
+        d.sys_index(1, 1, "GEN_CLUST_INDEX".into(), CLUSTERED);
+        d.sys_index(1, 2, "k".into(), 0);
+        assert_eq!(d.candidates, 0);
+        d.close();
+        assert_eq!(d.candidates, 1);
         let mut d = Dictionary::new(10, true);
         d.sys_table(1, "d/t", &SYSTEM);
         d.index_tables();
