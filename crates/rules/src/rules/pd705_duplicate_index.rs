@@ -44,7 +44,7 @@ pub(crate) struct Redundant<'a> {
 }
 
 /// Why a table's prefix lengths are unknown.
-const WHY_UNKNOWN: &str = "InnoDB's dictionary does not keep column prefix lengths and information_schema was not read for them (at most 500 tables are opened per read; an account without SHOW VIEW does not see the table there)";
+const WHY_UNKNOWN: &str = "InnoDB's dictionary does not keep column prefix lengths and information_schema was not read for them (at most 200 tables are opened per read; an account without SHOW VIEW does not see the table there)";
 
 fn btree(i: &Index) -> bool {
     i.kind.eq_ignore_ascii_case("BTREE")
