@@ -10,7 +10,10 @@
 #      check of perfstat-sys with its bindings check (crates/perfstat-sys/ci-check.sh; bindgen-cli
 #      0.73.2 installed once); the build; static (musl) debug
 #      builds for arm64 and ppc64le run under qemu-user on every recorded tree and example
-#      snapshot against the native build (tests/cross.sh);
+#      snapshot against the native build (tests/cross.sh), then the same debug builds on Debian
+#      bookworm's ppc64el and arm64 kernels booted under QEMU 10 (tests/qemu-system.sh: a pseries
+#      POWER9 guest, SMT4 then SMT1, and a virt Cortex-A72 guest, two NUMA nodes each): their
+#      facts equal the kernel's files of the same boot and their recorded trees' replay;
 #   3. starts MariaDB 11.8 (m118), 10.11 (m1011), a second 10.11 for the hung-server test
 #      (hang), a second 11.8 for the 10,000-table statement count (scale), and the others listed
 #      below, among them an 11.8 and a 10.11 with default options under a sysbench load
@@ -105,6 +108,9 @@ step "static builds for arm64 and ppc64le (tests/cross.sh build dev)"
 
 step "arm64 and ppc64le under qemu-user: every recorded tree and example as the native build (tests/cross.sh check dev)"
 "$HERE/cross.sh" check dev "${CROSS_TARGETS[@]}"
+
+step "arm64 and ppc64le on Debian's own kernels under QEMU full-system emulation (tests/qemu-system.sh run)"
+"$HERE/qemu-system.sh" run
 
 base=${POWERDIAG_IT_PORT_BASE:-33100}
 if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; then

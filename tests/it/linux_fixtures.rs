@@ -57,8 +57,8 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
 fn every_tree_replays_to_its_expected_facts_and_verdicts() {
     let trees = trees();
     assert!(
-        trees.len() >= 8,
-        "expected the eight fixture trees, found {trees:?}"
+        trees.len() >= 11,
+        "expected the eleven fixture trees, found {trees:?}"
     );
     for tree in trees {
         let name = tree.file_name().unwrap().to_string_lossy().into_owned();

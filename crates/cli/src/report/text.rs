@@ -150,7 +150,11 @@ fn os(o: &mut String, s: &Snapshot) {
         Ok(c) => {
             let mut line = esc(c.model.as_deref().unwrap_or(&c.architecture)).into_owned();
             if let (Some(sk), Some(co), Some(t)) = (c.sockets, c.cores, c.threads_per_core) {
-                line += &format!(", {sk} socket(s) × {} cores × {t} threads", co / sk.max(1));
+                let threads = if t == 1 { "thread" } else { "threads" };
+                line += &format!(
+                    ", {sk} socket(s) × {} cores × {t} {threads}",
+                    co / sk.max(1)
+                );
             }
             if let Some(smt) = &c.smt_control {
                 // The kernel's words for /sys/devices/system/cpu/smt/control, in English. On
@@ -160,6 +164,13 @@ fn os(o: &mut String, s: &Snapshot) {
                     ("notimplemented", Some(t)) if t > 1 => format!(
                         ", SMT{t} active (the kernel's SMT control is not implemented on this platform)"
                     ),
+                    // POWER threads offline by hand (ppc64_cpu --smt=1): PD405 says more.
+                    ("notimplemented", Some(1)) if c.power => {
+                        ", SMT off (the kernel's SMT control is not implemented on this platform)"
+                            .into()
+                    }
+                    // A CPU without SMT (arm64, most VMs): nothing to say.
+                    ("notimplemented", Some(1)) => String::new(),
                     ("notimplemented", _) => {
                         ", the kernel's SMT control is not implemented on this platform".into()
                     }
@@ -192,14 +203,23 @@ fn os(o: &mut String, s: &Snapshot) {
     let _ = writeln!(o, "  cpu: {cpu}");
     match f.topology.as_ref() {
         Ok(t) => {
-            let l3 = t
-                .l3_total_bytes
-                .map(format_bytes)
-                .unwrap_or_else(|| "none".into());
+            let cpus = esc(t.l3_cpus.as_deref().unwrap_or("?"));
+            // No level-3 cache listed is not an unknown size: say which.
+            let top = t
+                .caches
+                .iter()
+                .filter(|c| c.kind != "Instruction")
+                .map(|c| c.level)
+                .max();
+            let l3 = match (t.l3_total_bytes, top) {
+                (Some(b), _) => format!("L3 {} over CPUs {cpus}", format_bytes(b)),
+                (None, Some(l)) if l >= 3 => format!("L3 of unknown size over CPUs {cpus}"),
+                (None, Some(l)) => format!("no L3 listed (caches up to L{l})"),
+                (None, None) => "no caches listed".to_owned(),
+            };
             let _ = writeln!(
                 o,
-                "  topology: L3 {l3} over CPUs {}, {} NUMA node(s)",
-                esc(t.l3_cpus.as_deref().unwrap_or("?")),
+                "  topology: {l3}, {} NUMA node(s)",
                 t.numa_nodes.len().max(1)
             );
         }
@@ -504,10 +524,27 @@ mod tests {
         let one = line(1, "notimplemented");
         assert!(
             one.contains(
-                "× 1 threads, the kernel's SMT control is not implemented on this platform"
+                "× 1 thread, SMT off (the kernel's SMT control is not implemented on this platform)"
             ),
             "{one}"
         );
+        // Not POWER (arm64 under QEMU virt): one thread per core is the CPU, not a choice.
+        let s = SnapshotBuilder::new()
+            .os(|f| {
+                let mut cpu = power9_cpu(4, 1);
+                cpu.power = false;
+                cpu.model = Some("ARM Cortex-A72".into());
+                cpu.smt_control = Some("notimplemented".into());
+                f.cpu = powerdiag_rules::Gathered::Available(cpu);
+            })
+            .build();
+        let mut arm = String::new();
+        super::os(&mut arm, &s);
+        assert!(
+            arm.contains("ARM Cortex-A72, 1 socket(s) × 4 cores × 1 thread,"),
+            "{arm}"
+        );
+        assert!(!arm.contains("SMT"), "{arm}");
         assert!(line(2, "forceoff").contains(", SMT forced off"));
     }
 }
