@@ -32,7 +32,8 @@
 # queues and deadlocks of tests/it/locks.rs), sat118 = +26 (tests/it/saturation.rs puts it in a
 # CPU-limited cgroup), jrn118 = +27 (logs to a private systemd journal: tests/harness/journald.sh,
 # tests/it/error_log.rs), schema118 = +28 and schema1011 = +29 (tests/it/schema.rs builds and
-# fixes a schema on them); the packaged agent = +9),
+# fixes a schema on them), rp118 = +30 → rr118 = +31 and rp1011 = +32 → rr1011 = +33 (GTID
+# primaries and their replicas: tests/it/replication.rs); the packaged agent = +9),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -117,7 +118,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29 rp118:30 rr118:31 rp1011:32 rr1011:33)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -130,11 +131,11 @@ done
 # The agent installed from the .deb (tests/package.sh) listens on base + 9.
 if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+29; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+33; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118 jrn118 schema118 schema1011)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118 jrn118 schema118 schema1011 rp118 rr118 rp1011 rr1011)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -154,7 +155,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (twelve) and 10.11 (eight) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (fourteen) and 10.11 (ten) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET [WRAPPER...]: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "${@:4}" "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
@@ -208,6 +209,13 @@ POWERDIAG_IT_LOG=journal start_server jrn118 11.8 27 "$HERE/harness/journald.sh"
 # index, a table without a primary key and an Aria table on each, and applies the fixes.
 start_server schema118 11.8 28
 start_server schema1011 10.11 29
+# rp118 → rr118, rp1011 → rr1011: GTID primaries (binary log, ROW format) and their replicas,
+# owned by tests/it/replication.rs, which points each replica at its primary and stops,
+# breaks and restarts replication.
+POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=1 binlog_format=ROW" start_server rp118 11.8 30
+POWERDIAG_IT_MARIADB_OPTIONS="server_id=2" start_server rr118 11.8 31
+POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=1 binlog_format=ROW" start_server rp1011 10.11 32
+POWERDIAG_IT_MARIADB_OPTIONS="server_id=2" start_server rr1011 10.11 33
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()

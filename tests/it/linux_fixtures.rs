@@ -44,6 +44,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             lock_cache: None,
             error_log_cache: None,
             schema_cache: None,
+            replication_cache: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

@@ -35,6 +35,7 @@ mod mariadb1011;
 mod no_database;
 mod no_false_alarms;
 mod prometheus;
+mod replication;
 mod runbooks;
 mod saturation;
 mod scale;

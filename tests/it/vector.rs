@@ -98,6 +98,7 @@ pub(crate) async fn prepare(server: &Server) {
         format!("GRANT SELECT ON mysql.innodb_table_stats TO '{MON_USER}'@'127.0.0.1'"),
         format!("GRANT SELECT ON mysql.innodb_index_stats TO '{MON_USER}'@'127.0.0.1'"),
         format!("GRANT SHOW VIEW ON *.* TO '{MON_USER}'@'127.0.0.1'"),
+        format!("GRANT REPLICA MONITOR ON *.* TO '{MON_USER}'@'127.0.0.1'"),
         format!(
             "CREATE USER IF NOT EXISTS '{BARE_USER}'@'127.0.0.1' IDENTIFIED BY '{BARE_PASSWORD}'"
         ),

@@ -39,6 +39,7 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             lock_cache: None,
             error_log_cache: None,
             schema_cache: None,
+            replication_cache: None,
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

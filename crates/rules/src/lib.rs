@@ -19,6 +19,7 @@ mod os;
 mod props;
 mod read;
 mod releases;
+mod replication;
 mod report;
 mod rule;
 pub mod rules;
@@ -48,6 +49,9 @@ pub use locks::{
 };
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
+pub use replication::{
+    ERROR_CHARS as REPLICA_ERROR_CHARS, ReplicaConnection, ReplicaScan, Replication,
+};
 pub use report::{Check, Report, evaluate, evaluate_with};
 pub use rule::{
     Declared, Impact, PLATFORM_HEADINGS, Platform, Rule, RuleMeta, Scope, Severity, Status, Verdict,

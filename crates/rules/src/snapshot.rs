@@ -251,6 +251,10 @@ pub struct MariadbFacts {
     /// `Innodb_deadlocks` moved; `None` when the server has detected none.
     #[serde(default = "crate::locks::deadlock_not_recorded")]
     pub last_deadlock: Gathered<Option<crate::Deadlock>>,
+    /// This server's replication connections (`SHOW ALL REPLICAS STATUS`): none on a server
+    /// that is not a replica.
+    #[serde(default = "crate::replication::replication_not_recorded")]
+    pub replication: Gathered<crate::Replication>,
     /// The server's error log (`log_error`) as typed events: a server on this host only.
     #[serde(default = "crate::errorlog::error_log_not_recorded")]
     pub error_log: Gathered<crate::ErrorLog>,

@@ -67,6 +67,7 @@ impl SnapshotBuilder {
             transactions: Gathered::Unavailable("not read in this test".into()),
             locks: Gathered::Unavailable("not read in this test".into()),
             last_deadlock: Gathered::Unavailable("not read in this test".into()),
+            replication: Gathered::Unavailable("not read in this test".into()),
             error_log: Gathered::Available(crate::ErrorLog {
                 path: "/var/lib/mysql/db1.err".into(),
                 read: "the last 4.0 MiB of 1.2 MiB".into(),
@@ -235,6 +236,15 @@ impl SnapshotBuilder {
     }
 
     /// The last deadlock (`None`: the server detected none).
+    /// The replication connections (empty: not a replica).
+    pub fn replication(mut self, connections: Vec<crate::ReplicaConnection>) -> SnapshotBuilder {
+        self.facts().replication = Gathered::Available(crate::Replication {
+            scan: crate::ReplicaScan::Read,
+            connections,
+        });
+        self
+    }
+
     pub fn last_deadlock(mut self, d: Option<crate::Deadlock>) -> SnapshotBuilder {
         self.facts().last_deadlock = Gathered::Available(d);
         self
@@ -640,6 +650,29 @@ pub fn aix_os() -> OsFacts {
 }
 
 /// A rule's verdict on `snapshot` with the default limits: both arms of `check` are verdicts.
+/// A healthy GTID replica connection named `name` (`""` the default one) of `127.0.0.1:3306`.
+pub fn replica(name: &str) -> crate::ReplicaConnection {
+    crate::ReplicaConnection {
+        name: name.into(),
+        source: "127.0.0.1:3306".into(),
+        io_running: "Yes".into(),
+        sql_running: "Yes".into(),
+        io_state: "Waiting for master to send event".into(),
+        sql_state: "Slave has read all relay log; waiting for more updates".into(),
+        seconds_behind_master: Some(0),
+        using_gtid: "Slave_Pos".into(),
+        gtid_io_pos: "0-1-42".into(),
+        gtid_slave_pos: "0-1-42".into(),
+        read_position: "mariadb-bin.000001:4242".into(),
+        exec_position: "mariadb-bin.000001:4242".into(),
+        relay_log_space: Some(4096),
+        parallel_mode: Some("optimistic".into()),
+        sql_delay: Some(0),
+        retried_transactions: Some(0),
+        ..Default::default()
+    }
+}
+
 pub fn verdict(rule: &dyn crate::Rule, snapshot: &Snapshot) -> crate::Verdict {
     verdict_with(rule, snapshot, &crate::Limits::DEFAULT)
 }

@@ -179,6 +179,16 @@ named_enum! {
         // Setting changes: the agent reads the variables again only after one of these moved
         // (or the buffer pool's size did), or every `variables_refresh` at the latest.
         ComSetOption => "com_set_option",
+        // Replication configured or started (PD221): the agent reads the replica status
+        // again after one of these moved (or a restart); a standalone server pays nothing.
+        ComChangeMaster => "com_change_master",
+        ComStartSlave => "com_start_slave",
+        ComStartAllSlaves => "com_start_all_slaves",
+        // The binary log's per-session caches (PD223).
+        BinlogCacheUse => "binlog_cache_use",
+        BinlogCacheDiskUse => "binlog_cache_disk_use",
+        BinlogStmtCacheUse => "binlog_stmt_cache_use",
+        BinlogStmtCacheDiskUse => "binlog_stmt_cache_disk_use",
         ComInstallPlugin => "com_install_plugin",
         ComUninstallPlugin => "com_uninstall_plugin",
     }

@@ -24,7 +24,8 @@ use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
 pub use mariadb::{
     DEFAULT_MAX_TABLES, ErrorLogCache, LockCache, MariadbOptions, NoProgress, ProbeObserver,
-    ProbeOptions, Reuse, SchemaCache, StatementOptions, StatementTracker, VectorCache,
+    ProbeOptions, ReplicationCache, Reuse, SchemaCache, StatementOptions, StatementTracker,
+    VectorCache,
 };
 
 /// What a one-shot collection should do.

@@ -57,6 +57,7 @@ struct Kept {
     locks: crate::collect::LockCache,
     error_log: crate::collect::ErrorLogCache,
     schema: crate::collect::SchemaCache,
+    replication: crate::collect::ReplicationCache,
 }
 
 impl Kept {
@@ -70,6 +71,7 @@ impl Kept {
             locks: Default::default(),
             error_log: Default::default(),
             schema: crate::collect::SchemaCache::new(cfg.schema.interval, cfg.schema.max_tables),
+            replication: Default::default(),
         }
     }
 }
@@ -92,6 +94,7 @@ pub async fn run(
         mut locks,
         mut error_log,
         mut schema,
+        mut replication,
     } = Kept::new(&config.borrow());
     let mut candidates = setup.candidates.borrow_and_update().clone();
     let (mut config_open, mut targets_open) = (true, true);
@@ -111,6 +114,7 @@ pub async fn run(
                 locks,
                 error_log,
                 schema,
+                replication,
             } = Kept::new(&cfg);
         }
         if vector_cache.refresh != cfg.sample.vector_index_refresh {
@@ -161,6 +165,7 @@ pub async fn run(
                 lock_cache: Some(locks.clone()),
                 error_log_cache: Some(error_log.clone()),
                 schema_cache: Some(schema.clone()),
+                replication_cache: Some(replication.clone()),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),
@@ -331,6 +336,7 @@ mod tests {
                 lock_cache: None,
                 error_log_cache: None,
                 schema_cache: None,
+                replication_cache: None,
             },
             taken_at: None,
             roots: Roots::default(),

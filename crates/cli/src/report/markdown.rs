@@ -40,6 +40,9 @@ pub(crate) fn render(
                 esc(&f.version.raw),
                 md_code(s.mariadb.target.as_deref().unwrap_or("?"))
             );
+            for l in super::replication::lines(f) {
+                let _ = writeln!(o, "- Replication: {}", md_cell(&l));
+            }
         }
         (None, Some(e)) => {
             let _ = writeln!(

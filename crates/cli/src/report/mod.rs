@@ -5,6 +5,7 @@ mod blocking;
 mod diff;
 mod json;
 mod markdown;
+mod replication;
 mod statements;
 mod text;
 

@@ -433,6 +433,9 @@ fn mariadb(o: &mut String, s: &Snapshot) {
                     let _ = writeln!(o, "  probe: {}", esc(why));
                 }
             }
+            for l in super::replication::lines(f) {
+                let _ = writeln!(o, "  replication: {l}");
+            }
             for n in &f.notes {
                 let _ = writeln!(o, "  {} {}", "note:".yellow(), esc(n));
             }

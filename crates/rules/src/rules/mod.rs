@@ -59,6 +59,8 @@ rules! {
     pd218_deadlocks::Deadlocks,
     pd219_metadata_lock_pileup::MetadataLockPileup,
     pd220_idle_transaction_holding_locks::IdleTransactionHoldingLocks,
+    pd221_replication_stopped::ReplicationStopped,
+    pd223_binlog_cache_spills::BinlogCacheSpills,
     pd301_small_pages_aix::SmallPagesAix,
     pd302_small_pages_linux::SmallPagesLinux,
     pd303_tlb_miss_rate_high::TlbMissRateHigh,

@@ -14,6 +14,7 @@ mod log_line;
 mod option_file;
 mod part;
 mod probe;
+mod replication;
 mod schema;
 mod schema_dictionary;
 mod server;
@@ -47,6 +48,7 @@ pub use error_log::ErrorLogCache;
 pub use innodb::InnodbCache;
 pub use locks::LockCache;
 pub use probe::{NoProgress, ProbeObserver, ProbeOptions};
+pub use replication::ReplicationCache;
 pub use schema::{DEFAULT_MAX_TABLES, SchemaCache};
 use session::Session;
 pub use statements::{StatementOptions, StatementTracker};
@@ -84,6 +86,10 @@ pub struct MariadbOptions {
     /// The agent's schema, refreshed every `[schema] interval` and after DDL; `None` reads it
     /// every time (doctor).
     pub schema_cache: Option<SchemaCache>,
+    /// The status mark at which the agent found no replication connection (it reads again
+    /// only after replication was configured or started, or a restart); `None` always reads
+    /// (doctor).
+    pub replication_cache: Option<ReplicationCache>,
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -236,11 +242,14 @@ fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 4] {
 fn after_window<'a>(
     opts: &'a MariadbOptions,
     observer: &'a dyn ProbeObserver,
-) -> [Box<dyn Part + 'a>; 3] {
+) -> [Box<dyn Part + 'a>; 4] {
     [
         // First: the waits as they are when the status window ends.
         Box::new(locks::LocksPart {
             cache: opts.lock_cache.as_ref(),
+        }),
+        Box::new(replication::ReplicationPart {
+            cache: opts.replication_cache.as_ref(),
         }),
         Box::new(vector::VectorIndexes {
             cache: opts.vector_cache.as_ref(),
@@ -632,6 +641,7 @@ async fn server_facts(
         transactions: Gathered::Unavailable("not read".into()),
         locks: Gathered::Unavailable("not read".into()),
         last_deadlock: Gathered::Unavailable("not read".into()),
+        replication: Gathered::Unavailable("not read".into()),
         error_log: Gathered::Unavailable("not read".into()),
         schema: Gathered::Unavailable("not read".into()),
         notes,

@@ -1,0 +1,72 @@
+//! The report's replication lines: each connection of a replica, one line each, for the text
+//! and Markdown headers (the JSON report has the facts in its snapshot).
+
+use powerdiag_rules::{Gathered, MariadbFacts, ReplicaConnection, display_text};
+
+/// Characters of a last error shown on the line (the finding has all of it).
+const ERROR_CHARS: usize = 120;
+
+/// One line per replication connection, escaped; none on a server that is not a replica.
+pub(crate) fn lines(f: &MariadbFacts) -> Vec<String> {
+    match &f.replication {
+        Gathered::Available(r) => r.connections.iter().map(line).collect(),
+        Gathered::Unavailable(why) => vec![format!("unavailable ({})", display_text(why, 300))],
+    }
+}
+
+fn line(c: &ReplicaConnection) -> String {
+    let behind = match c.seconds_behind_master {
+        Some(s) => format!("{s} s behind"),
+        None => "lag unknown".to_owned(),
+    };
+    let mut out = format!(
+        "{} from {}: IO {}, SQL {}, {behind}, GTID received {}, applied {}",
+        c.label(),
+        display_text(&c.source, 120),
+        display_text(&c.io_running, 20),
+        display_text(&c.sql_running, 20),
+        display_text(&c.gtid_io_pos, 120),
+        display_text(&c.gtid_slave_pos, 120),
+    );
+    if c.last_sql_errno != 0 {
+        out.push_str(&format!(
+            "; SQL error {}: {}",
+            c.last_sql_errno,
+            display_text(&c.last_sql_error, ERROR_CHARS)
+        ));
+    }
+    if c.last_io_errno != 0 {
+        out.push_str(&format!(
+            "; IO error {}: {}",
+            c.last_io_errno,
+            display_text(&c.last_io_error, ERROR_CHARS)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use powerdiag_rules::testing::{SnapshotBuilder, replica};
+
+    #[test]
+    fn each_connection_one_escaped_line() {
+        let mut b = replica("e\u{1b}[31mu");
+        b.sql_running = "No".into();
+        b.last_sql_errno = 1062;
+        b.last_sql_error = "Duplicate entry '1'\nfor key 'PRIMARY'".into();
+        let s = SnapshotBuilder::new()
+            .mariadb("11.8.3-MariaDB")
+            .replication(vec![replica(""), b])
+            .build();
+        let l = super::lines(s.mariadb.facts.as_ref().unwrap());
+        assert_eq!(l.len(), 2);
+        assert!(l[0].starts_with("the default connection from 127.0.0.1:3306: IO Yes, SQL Yes, 0 s behind, GTID received 0-1-42, applied 0-1-42"), "{}", l[0]);
+        assert!(l[1].contains("connection 'e\\u{1b}[31mu'"), "{}", l[1]);
+        assert!(
+            l[1].ends_with("SQL error 1062: Duplicate entry '1' for key 'PRIMARY'"),
+            "{}",
+            l[1]
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! This server as a replica: every replication connection `SHOW ALL REPLICAS STATUS` lists
+//! (PD221–PD222, the report's "Replication" section).
+//!
+//! The collector sends that statement only on a server that is a replica: doctor once, the
+//! agent at its first sample and again after a restart or after a statement that configures
+//! or starts replication moved its status counter (`Com_change_master`, `Com_start_slave`,
+//! `Com_start_all_slaves`); a standalone server pays no statement per sample
+//! ([`ReplicaScan::Kept`] says the list is an earlier read's). Error texts are the server's,
+//! cut to [`ERROR_CHARS`]; a report escapes them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Gathered, MariadbFacts, Verdict};
+
+/// Characters kept of a connection's last IO or SQL error.
+pub const ERROR_CHARS: usize = 1024;
+
+/// The replication connections of this server (none: not a replica).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Replication {
+    /// Whether the list was read at this collection.
+    pub scan: ReplicaScan,
+    /// One per connection (multi-source: each `CONNECTION_NAME`; the default one is `""`).
+    pub connections: Vec<ReplicaConnection>,
+}
+
+/// Whether the connections were read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ReplicaScan {
+    /// Read at this collection.
+    #[default]
+    Read,
+    /// Not read: an earlier read of this server run found no connection, and no statement
+    /// that configures or starts replication has run since.
+    Kept,
+}
+
+/// One replication connection, as `SHOW ALL REPLICAS STATUS` reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReplicaConnection {
+    /// `Connection_name` (`""` for the default connection).
+    pub name: String,
+    /// `Master_Host:Master_Port`.
+    pub source: String,
+    /// `Slave_IO_Running`: `Yes`, `No`, `Connecting` or `Preparing`.
+    pub io_running: String,
+    /// `Slave_SQL_Running`: `Yes` or `No`.
+    pub sql_running: String,
+    /// `Slave_IO_State`.
+    pub io_state: String,
+    /// `Slave_SQL_Running_State`.
+    pub sql_state: String,
+    /// `Seconds_Behind_Master` (NULL when the SQL thread does not run).
+    pub seconds_behind_master: Option<u64>,
+    pub last_io_errno: u32,
+    pub last_io_error: String,
+    pub last_sql_errno: u32,
+    pub last_sql_error: String,
+    /// `Using_Gtid`: `No`, `Slave_Pos` or `Current_Pos`.
+    pub using_gtid: String,
+    /// `Gtid_IO_Pos`: the last GTID received.
+    pub gtid_io_pos: String,
+    /// `Gtid_Slave_Pos`: the last GTID applied (all connections).
+    pub gtid_slave_pos: String,
+    /// `Master_Log_File` and `Read_Master_Log_Pos`: how far the IO thread has read.
+    pub read_position: String,
+    /// `Relay_Master_Log_File` and `Exec_Master_Log_Pos`: how far the SQL thread has applied.
+    pub exec_position: String,
+    /// `Relay_Log_Space`, bytes.
+    pub relay_log_space: Option<u64>,
+    /// `Parallel_Mode`.
+    pub parallel_mode: Option<String>,
+    /// `SQL_Delay`, seconds (a delayed replica lags by design).
+    pub sql_delay: Option<u64>,
+    /// `Retried_transactions`.
+    pub retried_transactions: Option<u64>,
+    /// `Master_last_event_time`, `Slave_last_event_time` and `Master_Slave_time_diff` (11.6+).
+    pub master_last_event_time: Option<String>,
+    pub slave_last_event_time: Option<String>,
+    pub master_slave_time_diff: Option<i64>,
+}
+
+impl ReplicaConnection {
+    /// How a report and a statement name it: `'name'`, or "the default connection".
+    pub fn label(&self) -> String {
+        if self.name.is_empty() {
+            "the default connection".to_owned()
+        } else {
+            format!("connection '{}'", crate::display_text(&self.name, 64))
+        }
+    }
+
+    /// The `START REPLICA` (or other) statement's connection-name part: ` 'name'` or nothing.
+    pub fn sql_name(&self) -> String {
+        if self.name.is_empty() {
+            String::new()
+        } else {
+            format!(" '{}'", self.name.replace('\\', "\\\\").replace('\'', "''"))
+        }
+    }
+
+    pub fn io_ok(&self) -> bool {
+        self.io_running.eq_ignore_ascii_case("yes")
+    }
+
+    pub fn sql_ok(&self) -> bool {
+        self.sql_running.eq_ignore_ascii_case("yes")
+    }
+}
+
+pub(crate) fn replication_not_recorded() -> Gathered<Replication> {
+    Gathered::Unavailable("not recorded: the snapshot predates replication reads".into())
+}
+
+impl MariadbFacts {
+    /// The replication connections, or the `insufficient_data` verdict naming why they are
+    /// missing.
+    pub fn replication(&self) -> Result<&Replication, Verdict> {
+        match &self.replication {
+            Gathered::Available(r) => Ok(r),
+            Gathered::Unavailable(why) => Err(Verdict::insufficient(format!(
+                "the replication connections unavailable: {why}"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Replication (issue 34, PD221 replication-stopped) on real servers: a GTID primary and its
+//! replica for 11.8 (`rp118` → `rr118`) and for 10.11 (`rp1011` → `rr1011`), owned by this
+//! file (tests/run.sh starts them with binary logs and server ids). The replica is pointed at
+//! its primary's current GTID position here. Healthy → pass (and not applicable on the
+//! primary); `STOP REPLICA SQL_THREAD` → fail, and the printed `START REPLICA` clears it — for
+//! doctor, and for an agent within two samples; a row written on the replica and then on the
+//! primary → fail with the duplicate-key error and the GTID to skip only after checking, and
+//! the replica's row made what the primary's was plus `START REPLICA` → pass. An agent on the
+//! primary (no replication connection) sends `SHOW ALL REPLICAS STATUS` once, not per sample;
+//! there, with a 4 KiB binary log cache, transactions of 8 KiB rows fail PD223
+//! binlog-cache-spills, and the cache it prints clears it within two samples.
+
+use std::time::{Duration, Instant};
+
+use mysql_async::{Conn, prelude::Queryable};
+use serde_json::Value;
+
+use crate::support::*;
+use crate::watcher::{Watcher, conn, exec, explain};
+
+fn doctor(server: &Server) -> Value {
+    doctor_json(
+        &server.root_url(),
+        &["--sample-window", "0", "--no-probe", "--statements", "0"],
+    )
+    .json()
+}
+
+fn doctor_text(server: &Server) -> String {
+    let out = run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", server.root_url())
+        .args([
+            "doctor",
+            "--sample-window",
+            "0",
+            "--no-probe",
+            "--statements",
+            "0",
+            "--color",
+            "never",
+        ]));
+    out.stdout
+}
+
+/// One column of the replica's default connection (`SHOW REPLICA STATUS`).
+async fn replica_field(c: &mut Conn, name: &str) -> String {
+    let row: Option<mysql_async::Row> = c.query_first("SHOW REPLICA STATUS").await.unwrap();
+    let Some(row) = row else {
+        return String::new();
+    };
+    let i = row
+        .columns_ref()
+        .iter()
+        .position(|col| col.name_str() == name)
+        .unwrap_or_else(|| panic!("no column {name} in SHOW REPLICA STATUS"));
+    row.get_opt::<String, usize>(i)
+        .and_then(Result::ok)
+        .unwrap_or_default()
+}
+
+/// Polls `f` every 100 ms for up to 30 s.
+async fn wait_for(what: &str, mut f: impl AsyncFnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f().await {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "waited 30 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn com_show_slave_status(c: &mut Conn) -> u64 {
+    let v: Option<(String, u64)> = c
+        .query_first("SHOW GLOBAL STATUS LIKE 'Com_show_slave_status'")
+        .await
+        .unwrap();
+    v.expect("Com_show_slave_status").1
+}
+
+fn scenario(primary: &str, replica: &str) {
+    let p = Server::get(primary);
+    let r = Server::get(replica);
+    block_on(async {
+        let mut pc = conn(&p).await;
+        let mut rc = conn(&r).await;
+        exec(
+            &mut rc,
+            &[
+                "STOP ALL REPLICAS",
+                "RESET REPLICA ALL",
+                "DROP DATABASE IF EXISTS pd_repl",
+            ],
+        )
+        .await;
+        exec(&mut pc, &["DROP DATABASE IF EXISTS pd_repl"]).await;
+        let pos: String = pc
+            .query_first("SELECT @@gtid_binlog_pos")
+            .await
+            .unwrap()
+            .unwrap();
+        exec(
+            &mut rc,
+            &[
+                &format!("SET GLOBAL gtid_slave_pos = '{pos}'"),
+                &format!(
+                    "CHANGE MASTER TO master_host = '127.0.0.1', master_port = {}, master_user = 'root', master_password = '{}', master_use_gtid = slave_pos",
+                    p.port,
+                    Server::root_password()
+                ),
+                "START REPLICA",
+            ],
+        )
+        .await;
+        exec(
+            &mut pc,
+            &[
+                "CREATE DATABASE pd_repl",
+                "CREATE TABLE pd_repl.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+                "INSERT INTO pd_repl.t VALUES (1, 1)",
+            ],
+        )
+        .await;
+        wait_for("the first row on the replica", async || {
+            let n: Option<u64> = rc
+                .query_first(
+                    "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'pd_repl'",
+                )
+                .await
+                .unwrap();
+            n == Some(1)
+        })
+        .await;
+    });
+
+    // Healthy.
+    let report = doctor(&r);
+    let pd221 = check(&report, "PD221");
+    assert_eq!(pd221["status"], "pass", "{pd221:#}");
+    assert_eq!(
+        pd221["summary"], "1 replication connection running (IO and SQL threads)",
+        "{pd221:#}"
+    );
+    let text = doctor_text(&r);
+    let line = format!(
+        "  replication: the default connection from 127.0.0.1:{}: IO Yes, SQL Yes",
+        p.port
+    );
+    assert!(text.contains(&line), "{text}");
+    assert_eq!(status(&doctor(&p), "PD221"), "not_applicable");
+
+    // The SQL thread stopped: doctor, then an agent, fail; the printed statement clears both.
+    let watcher = Watcher::start(&r);
+    watcher.until(&["PD221"], "pass", Duration::from_secs(30));
+    block_on(async { exec(&mut conn(&r).await, &["STOP REPLICA SQL_THREAD"]).await });
+    let report = doctor(&r);
+    let pd221 = check(&report, "PD221");
+    assert_eq!(pd221["status"], "fail", "{pd221:#}");
+    assert_eq!(pd221["severity"], "critical", "{pd221:#}");
+    assert_eq!(
+        pd221["summary"],
+        "replication stopped on the default connection: the SQL thread is stopped",
+        "{pd221:#}"
+    );
+    let fix = pd221["remediation"].as_str().unwrap();
+    assert!(fix.contains("`START REPLICA;`"), "{fix}");
+    watcher.until(&["PD221"], "fail", Duration::from_secs(30));
+    block_on(async { exec(&mut conn(&r).await, &["START REPLICA"]).await });
+    watcher
+        .after_fix(&["PD221"], Duration::from_secs(4))
+        .assert_cleared();
+    assert_eq!(status(&doctor(&r), "PD221"), "pass");
+    drop(watcher);
+
+    // A row written on the replica, then the same key on the primary: error 1062.
+    block_on(async {
+        let mut rc = conn(&r).await;
+        exec(&mut rc, &["INSERT INTO pd_repl.t VALUES (100, 0)"]).await;
+        exec(
+            &mut conn(&p).await,
+            &["INSERT INTO pd_repl.t VALUES (100, 1)"],
+        )
+        .await;
+        wait_for("the duplicate-key error on the replica", async || {
+            replica_field(&mut rc, "Last_SQL_Errno").await == "1062"
+        })
+        .await;
+    });
+    let report = doctor(&r);
+    let pd221 = check(&report, "PD221");
+    let text = explain(&report, &["PD221"]);
+    assert_eq!(pd221["status"], "fail", "{text}");
+    assert!(
+        pd221["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("replication stopped on the default connection: the SQL thread is stopped: SQL error 1062: "),
+        "{text}"
+    );
+    let fix = pd221["remediation"].as_str().unwrap();
+    assert!(
+        fix.contains("Compare the row the error names on both servers"),
+        "{text}"
+    );
+    assert!(!fix.contains("sql_slave_skip_counter"), "{text}");
+    // The server's error names no GTID: the statement printed to find it, run on the
+    // primary, names the failed transaction's.
+    let find = fix
+        .split('`')
+        .find(|p| p.starts_with("SHOW BINLOG EVENTS IN "))
+        .unwrap_or_else(|| panic!("no SHOW BINLOG EVENTS in the fix: {text}"));
+    assert!(
+        fix.contains("SET GLOBAL gtid_slave_pos = 'd-s-n'"),
+        "{text}"
+    );
+    let info: String = block_on(async {
+        let row: mysql_async::Row = conn(&p).await.query_first(find).await.unwrap().expect(find);
+        row.get("Info").unwrap()
+    });
+    assert!(
+        info.starts_with("BEGIN GTID 0-1-"),
+        "{find} on the primary: {info}"
+    );
+    // The fix it prints first: the replica's row as the primary's was before the event
+    // (absent), then START REPLICA; the event applies.
+    block_on(async {
+        let mut rc = conn(&r).await;
+        exec(
+            &mut rc,
+            &["DELETE FROM pd_repl.t WHERE id = 100", "START REPLICA"],
+        )
+        .await;
+        wait_for("the primary's row on the replica", async || {
+            let v: Option<i64> = rc
+                .query_first("SELECT v FROM pd_repl.t WHERE id = 100")
+                .await
+                .unwrap();
+            v == Some(1)
+        })
+        .await;
+    });
+    assert_eq!(status(&doctor(&r), "PD221"), "pass");
+
+    // No replication connection: an agent sends SHOW ALL REPLICAS STATUS at its first sample
+    // only (the status read's Com_change_master/Com_start_slave say nothing changed).
+    let watcher = Watcher::start(&p);
+    watcher.until(&["PD221"], "not_applicable", Duration::from_secs(30));
+    let before = block_on(async { com_show_slave_status(&mut conn(&p).await).await });
+    std::thread::sleep(crate::watcher::INTERVAL * 3);
+    let after = block_on(async { com_show_slave_status(&mut conn(&p).await).await });
+    assert_eq!(
+        after, before,
+        "SHOW ALL REPLICAS STATUS was sent again on a server that is no replica"
+    );
+
+    // PD223: with the smallest binary log cache (4 KiB), transactions of 8 KiB rows spill to
+    // a temporary file; the cache the finding prints stops it within two samples.
+    block_on(async {
+        exec(
+            &mut conn(&p).await,
+            &[
+                "SET GLOBAL binlog_cache_size = 4096",
+                "CREATE TABLE pd_repl.big (id INT AUTO_INCREMENT PRIMARY KEY, b TEXT) ENGINE=InnoDB",
+            ],
+        )
+        .await
+    });
+    let load = Load::start(&p);
+    watcher.until(&["PD223"], "fail", Duration::from_secs(60));
+    let report = watcher.report();
+    let pd223 = check(&report, "PD223");
+    let fix = pd223["remediation"].as_str().unwrap();
+    let set = fix
+        .lines()
+        .find(|l| l.starts_with("SET GLOBAL binlog_cache_size = "))
+        .unwrap_or_else(|| panic!("no SET GLOBAL in {pd223:#}"));
+    assert_eq!(set, "SET GLOBAL binlog_cache_size = 1048576;", "{pd223:#}");
+    block_on(async { exec(&mut conn(&p).await, &[set]).await });
+    watcher
+        .after_fix(&["PD223"], Duration::from_secs(4))
+        .assert_cleared();
+    drop(load);
+    drop(watcher);
+}
+
+/// Transactions of one 8 KiB row each, every one on a new connection (a session's binary
+/// log cache is sized when it is first used), until dropped.
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(server: &Server) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let opts = crate::watcher::opts(server);
+        let thread = std::thread::spawn(move || {
+            block_on(async {
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut c = Conn::new(opts.clone()).await.unwrap();
+                    c.query_drop("INSERT INTO pd_repl.big (b) VALUES (REPEAT('x', 8192))")
+                        .await
+                        .unwrap();
+                    c.disconnect().await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        });
+        Load {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_118_replica_stops_and_restarts() {
+    scenario("rp118", "rr118");
+}
+
+#[test]
+fn a_1011_replica_stops_and_restarts() {
+    scenario("rp1011", "rr1011");
+}
