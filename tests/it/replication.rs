@@ -164,11 +164,29 @@ fn scenario(primary: &str, replica: &str) {
     );
     let fix = pd221["remediation"].as_str().unwrap();
     assert!(fix.contains("`START REPLICA;`"), "{fix}");
-    watcher.until(&["PD221"], "fail", Duration::from_secs(30));
+    let (_, body) = watcher.until(&["PD221"], "fail", Duration::from_secs(30));
+    let sql_thread = "powerdiag_mariadb_replication_thread_running{connection=\"\",thread=\"sql\"}";
+    assert!(body.contains(&format!("{sql_thread} 0")), "{body}");
+    assert!(
+        body.contains(
+            "powerdiag_mariadb_replication_thread_running{connection=\"\",thread=\"io\"} 1"
+        ),
+        "{body}"
+    );
+    assert!(
+        !body.contains("powerdiag_mariadb_replication_lag_seconds{"),
+        "no lag while the SQL thread is stopped: {body}"
+    );
     block_on(async { exec(&mut conn(&r).await, &["START REPLICA"]).await });
     watcher
         .after_fix(&["PD221"], Duration::from_secs(4))
         .assert_cleared();
+    let (_, body) = watcher.until(&["PD221"], "pass", Duration::from_secs(10));
+    assert!(body.contains(&format!("{sql_thread} 1")), "{body}");
+    assert!(
+        body.contains("powerdiag_mariadb_replication_lag_seconds{connection=\"\"} 0"),
+        "{body}"
+    );
     assert_eq!(status(&doctor(&r), "PD221"), "pass");
     drop(watcher);
 

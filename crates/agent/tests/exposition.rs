@@ -98,6 +98,8 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             StatusVar::InnodbRowLockWaits,
             StatusVar::InnodbRowLockTime,
             StatusVar::InnodbDeadlocks,
+            StatusVar::BinlogCacheDiskUse,
+            StatusVar::BinlogCacheUse,
         ]
         .into_iter()
         .enumerate()
@@ -117,6 +119,17 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
                 age_seconds: 75,
                 ..Default::default()
             }),
+        });
+        // A replica of two sources: the default connection lagging 7 s, `eu"\n` (escaped)
+        // with its SQL thread stopped (no lag).
+        let mut stopped = powerdiag_rules::testing::replica("eu\"\n");
+        stopped.sql_running = "No".into();
+        stopped.seconds_behind_master = None;
+        let mut lagging = powerdiag_rules::testing::replica("");
+        lagging.seconds_behind_master = Some(7);
+        f.replication = Gathered::Available(powerdiag_rules::Replication {
+            scan: powerdiag_rules::ReplicaScan::Read,
+            connections: vec![lagging, stopped],
         });
         // A row-lock queue: connection 9, idle in its transaction, blocks two sessions (its
         // user and host need escaping).

@@ -107,6 +107,12 @@ impl ReplicaConnection {
     pub fn sql_ok(&self) -> bool {
         self.sql_running.eq_ignore_ascii_case("yes")
     }
+
+    /// The IO thread runs: `Yes`, or (re)connecting without an error (PD221's reading).
+    pub fn io_runs(&self) -> bool {
+        self.io_ok()
+            || (self.io_running.eq_ignore_ascii_case("connecting") && self.last_io_errno == 0)
+    }
 }
 
 pub(crate) fn replication_not_recorded() -> Gathered<Replication> {

@@ -110,6 +110,8 @@ const INNODB_SIZE: &str = "MariaDB reached, SELECT on mysql.innodb_table_stats";
 const INNODB_TRX: &str = "MariaDB reached, PROCESS (information_schema.INNODB_TRX)";
 const LOCKS: &str = "MariaDB reached, PROCESS (the mariadb_locks collector)";
 const BLOCKING: &str = "while a session blocks others (at most 5 series)";
+const REPLICA: &str = "a replica: per replication connection (REPLICA MONITOR)";
+const REPLICA_LAG: &str = "a replica whose SQL thread runs: per replication connection";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
 const STORAGE_INODES: &str =
@@ -248,6 +250,14 @@ catalogue! {
         "The longest present wait for a lock of this kind, 0 when none waits (PD217, PD219)";
     LOCK_BLOCKER_INFO: Gauge "powerdiag_mariadb_lock_blocker_info" ["thread_id", "user", "host", "command", "statement"] when BLOCKING
         "A session at the root of a lock queue; the value is the number of sessions queued behind it. statement: its statement with literals masked, cut to 64 characters (PD217, PD219, PD220)";
+    REPLICATION_THREAD_RUNNING: Gauge "powerdiag_mariadb_replication_thread_running" ["connection", "thread"] when REPLICA
+        "1 when the replication connection's thread runs (thread io: Slave_IO_Running Yes, or Connecting without an error; sql: Slave_SQL_Running Yes), else 0 (PD221; the mysqld exporter's mysql_slave_status_slave_io_running/_sql_running)";
+    REPLICATION_LAG: Gauge "powerdiag_mariadb_replication_lag_seconds" ["connection"] unit "seconds" when REPLICA_LAG
+        "Seconds_Behind_Master: how far the applied events' timestamps trail the replica's clock; 0 while the IO thread is behind, absent while the SQL thread is stopped";
+    SRV_BINLOG_CACHE_USE: Counter "powerdiag_mariadb_binlog_cache_transactions_total" [] when DB
+        "Binlog_cache_use: transactions that used the binary log cache (PD223)";
+    SRV_BINLOG_CACHE_DISK_USE: Counter "powerdiag_mariadb_binlog_cache_spills_total" [] when DB
+        "Binlog_cache_disk_use: transactions whose binary log cache spilled to a temporary file (PD223)";
     THREADS_CONNECTED: Gauge "powerdiag_mariadb_threads_connected" [] when DB
         "Threads_connected";
     THREADS_RUNNING: Gauge "powerdiag_mariadb_threads_running" [] when DB

@@ -349,6 +349,8 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
         (StatusVar::InnodbLogWaits, &c::SRV_INNODB_LOG_WAITS),
         (StatusVar::InnodbRowLockWaits, &c::SRV_INNODB_ROW_LOCK_WAITS),
         (StatusVar::InnodbDeadlocks, &c::SRV_INNODB_DEADLOCKS),
+        (StatusVar::BinlogCacheUse, &c::SRV_BINLOG_CACHE_USE),
+        (StatusVar::BinlogCacheDiskUse, &c::SRV_BINLOG_CACHE_DISK_USE),
         (
             StatusVar::InnodbLsnCurrent,
             &c::SRV_INNODB_REDO_WRITTEN_BYTES,
@@ -407,6 +409,9 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
             f.status_u64(StatusVar::InnodbRowLockCurrentWaits).ok(),
         );
     }
+    if let Gathered::Available(r) = &f.replication {
+        replication(b, r);
+    }
     if let Gathered::Available(t) = &f.transactions {
         b.one(&c::SRV_OPEN_TRANSACTIONS, Some(t.open as f64));
         b.one(
@@ -414,6 +419,26 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
             Some(t.oldest.as_ref().map_or(0.0, |o| o.age_seconds as f64)),
         );
     }
+}
+
+/// Each replication connection's threads and lag (none on a server that is no replica).
+fn replication(b: &mut Builder, r: &powerdiag_rules::Replication) {
+    let running = |yes: bool| if yes { 1.0 } else { 0.0 };
+    b.add(
+        &c::REPLICATION_THREAD_RUNNING,
+        r.connections.iter().flat_map(|c| {
+            [
+                ([c.name.clone(), "io".to_owned()], running(c.io_runs())),
+                ([c.name.clone(), "sql".to_owned()], running(c.sql_ok())),
+            ]
+        }),
+    );
+    b.add(
+        &c::REPLICATION_LAG,
+        r.connections
+            .iter()
+            .filter_map(|c| Some(([c.name.clone()], c.seconds_behind_master? as f64))),
+    );
 }
 
 /// Statement text in the blocker's info series, characters.

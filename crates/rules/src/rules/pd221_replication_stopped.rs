@@ -51,10 +51,7 @@ const SUMMARY_ERROR_CHARS: usize = 160;
 
 /// Why a connection counts as stopped, or `None` when it runs.
 fn stopped(c: &ReplicaConnection) -> Option<String> {
-    // (Re)connecting without an error is a thread that runs.
-    let io_connecting = c.io_running.eq_ignore_ascii_case("connecting") && c.last_io_errno == 0;
-    let io_down = !(c.io_ok() || io_connecting);
-    match (io_down, c.sql_ok()) {
+    match (!c.io_runs(), c.sql_ok()) {
         (false, true) => None,
         (true, true) => Some(format!("the IO thread is {}", display_text(&c.io_running, 20))),
         (false, false) => Some("the SQL thread is stopped".to_owned()),
