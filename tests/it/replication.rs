@@ -42,6 +42,15 @@ fn doctor_text(server: &Server) -> String {
     out.stdout
 }
 
+/// doctor's JSON report as text (a snapshot `diff` reads).
+fn doctor_text_json(server: &Server) -> String {
+    doctor_json(
+        &server.root_url(),
+        &["--sample-window", "0", "--no-probe", "--statements", "0"],
+    )
+    .stdout
+}
+
 /// One column of the replica's default connection (`SHOW REPLICA STATUS`).
 async fn replica_field(c: &mut Conn, name: &str) -> String {
     let row: Option<mysql_async::Row> = c.query_first("SHOW REPLICA STATUS").await.unwrap();
@@ -148,6 +157,34 @@ fn scenario(primary: &str, replica: &str) {
     );
     assert!(text.contains(&line), "{text}");
     assert_eq!(status(&doctor(&p), "PD221"), "not_applicable");
+    // diff names the role: the primary is no replica, the replica copies from it.
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, ra) = (
+        dir.path().join("primary.json"),
+        dir.path().join("replica.json"),
+    );
+    std::fs::write(&pa, doctor_text_json(&p)).unwrap();
+    std::fs::write(&ra, doctor_text_json(&r)).unwrap();
+    let d = run(powerdiag()
+        .args(["diff", "--format", "json"])
+        .arg(&pa)
+        .arg(&ra));
+    let d: Value = serde_json::from_str(&d.stdout).unwrap_or_else(|e| panic!("{e}: {}", d.stdout));
+    let role = d["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["topic"] == "replication role")
+        .unwrap_or_else(|| panic!("{d:#}"));
+    assert_eq!(role["a"], "not a replica", "{role:#}");
+    assert_eq!(
+        role["b"],
+        format!(
+            "replica of 127.0.0.1:{} (IO Yes, SQL Yes, parallel optimistic)",
+            p.port
+        ),
+        "{role:#}"
+    );
 
     // The SQL thread stopped: doctor, then an agent, fail; the printed statement clears both.
     let watcher = Watcher::start(&r);

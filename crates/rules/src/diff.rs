@@ -116,6 +116,7 @@ pub fn diff(a: &Snapshot, b: &Snapshot) -> Diff {
     let mut notes = Vec::new();
     if a.db().is_ok() && b.db().is_ok() {
         variables(a, b, &mut d);
+        replication(a, b, &mut d);
     } else {
         notes.push(format!(
             "server variables not compared: {} has no MariaDB facts",
@@ -642,6 +643,10 @@ const VARIABLES: &[(Var, &[&RuleMeta])] = &[
     (Var::ThreadHandling, &[]),
     (Var::MhnswDefaultM, &[]),
     (Var::MhnswEfSearch, &[]),
+    // The replication role's settings: a primary writing ROW events does more per write.
+    (Var::LogBin, &[]),
+    (Var::BinlogFormat, &[]),
+    (Var::BinlogCacheSize, &[]),
 ];
 
 /// Any differing server setting: no measurement of its own, ranked just above equal.
@@ -661,6 +666,40 @@ fn variables(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
         };
         push_impact(d, var.name(), (v(a), v(b)), &SERVER_SETTING, rule);
     }
+}
+
+/// The replication role: a replica applies every write of its primary besides its own reads.
+fn replication(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
+    let role = |s: &Snapshot| match s.db().ok().map(|f| &f.replication) {
+        Some(Gathered::Available(r)) if r.connections.is_empty() => "not a replica".to_owned(),
+        Some(Gathered::Available(r)) => {
+            let each: Vec<String> = r
+                .connections
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} (IO {}, SQL {}, parallel {})",
+                        crate::display_text(&c.source, 80),
+                        crate::display_text(&c.io_running, 12),
+                        crate::display_text(&c.sql_running, 12),
+                        c.parallel_mode
+                            .as_deref()
+                            .map(|m| crate::display_text(m, 24))
+                            .unwrap_or_else(unknown)
+                    )
+                })
+                .collect();
+            format!("replica of {}", each.join(", "))
+        }
+        _ => unknown(),
+    };
+    push_impact(
+        d,
+        "replication role",
+        (role(a), role(b)),
+        &SERVER_SETTING,
+        &[],
+    );
 }
 
 fn allocator(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
@@ -783,6 +822,43 @@ mod tests {
         );
         let impacts: Vec<f64> = d.differences.iter().map(|x| x.impact).collect();
         assert!(impacts.windows(2).all(|w| w[0] >= w[1]), "{impacts:?}");
+    }
+
+    /// Issue 34: a replica beside a primary is a difference of role; a side whose
+    /// replication was not read is a note.
+    #[test]
+    fn the_replication_role_is_compared() {
+        use crate::testing::replica;
+        let primary = SnapshotBuilder::new()
+            .mariadb("11.8.3-MariaDB-log")
+            .var(Var::LogBin, "ON")
+            .replication(vec![])
+            .build();
+        let rep = SnapshotBuilder::new()
+            .mariadb("11.8.3-MariaDB-log")
+            .var(Var::LogBin, "OFF")
+            .replication(vec![replica("")])
+            .build();
+        let d = diff(&primary, &rep);
+        let role = d
+            .differences
+            .iter()
+            .find(|x| x.topic == "replication role")
+            .unwrap_or_else(|| panic!("{d:#?}"));
+        assert_eq!(role.a, "not a replica");
+        assert_eq!(
+            role.b,
+            "replica of 127.0.0.1:3306 (IO Yes, SQL Yes, parallel optimistic)"
+        );
+        assert!(d.differences.iter().any(|x| x.topic == "log_bin"), "{d:#?}");
+        let unread = SnapshotBuilder::new().mariadb("11.8.3-MariaDB-log").build();
+        let d = diff(&primary, &unread);
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n == "replication role not compared: A not a replica, B unknown"),
+            "{d:#?}"
+        );
     }
 
     #[test]
