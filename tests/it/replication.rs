@@ -296,6 +296,8 @@ fn scenario(primary: &str, replica: &str) {
     });
     assert_eq!(status(&doctor(&r), "PD221"), "pass");
 
+    lag(&p, &r);
+
     // No replication connection: an agent sends SHOW ALL REPLICAS STATUS at its first sample
     // only (the status read's Com_change_master/Com_start_slave say nothing changed).
     let watcher = Watcher::start(&p);
@@ -336,6 +338,182 @@ fn scenario(primary: &str, replica: &str) {
         .assert_cleared();
     drop(load);
     drop(watcher);
+}
+
+/// `[rules.thresholds.PD222]` at 3 s of lag: the scenarios below lag a few seconds, not 30.
+const LAG_LIMIT: &str = "[rules.thresholds.PD222]\nmax_lag_seconds = 3\n";
+
+/// doctor with a 2 s window (PD222 compares the replica's lag at both ends), judged with
+/// [`LAG_LIMIT`].
+fn doctor_lag(server: &Server, cfg: &std::path::Path) -> Value {
+    let path = cfg.to_str().unwrap();
+    doctor_json(
+        &server.root_url(),
+        &[
+            "--sample-window",
+            "2s",
+            "--no-probe",
+            "--statements",
+            "0",
+            "--config.file",
+            path,
+        ],
+    )
+    .json()
+}
+
+async fn lag_seconds(c: &mut Conn) -> u64 {
+    replica_field(c, "Seconds_Behind_Master")
+        .await
+        .parse()
+        .unwrap_or(0)
+}
+
+/// PD222: healthy → pass; a row lock held on the replica while the primary writes → fail
+/// naming the session and its `KILL`, which clears it (doctor, and an agent within two
+/// samples); a bulk update of a table without a primary key under ROW format → fail naming
+/// the table; the primary key the finding asks for → the same update no longer lags.
+fn lag(p: &Server, r: &Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("powerdiag.toml");
+    std::fs::write(&cfg, LAG_LIMIT).unwrap();
+    let pd222 = check(&doctor_lag(r, &cfg), "PD222").clone();
+    assert_eq!(pd222["status"], "pass", "{pd222:#}");
+    assert_eq!(
+        pd222["summary"], "1 replication connection within 3 s of lag",
+        "{pd222:#}"
+    );
+    assert_eq!(status(&doctor(p), "PD222"), "not_applicable");
+
+    // A row lock held on the replica: the applier waits for it while the primary writes.
+    let watcher = Watcher::start_with(r, LAG_LIMIT);
+    watcher.until(&["PD222"], "pass", Duration::from_secs(30));
+    let (mut holder, holder_id) = block_on(async {
+        let mut h = conn(r).await;
+        exec(
+            &mut h,
+            &["BEGIN", "UPDATE pd_repl.t SET v = 10 WHERE id = 1"],
+        )
+        .await;
+        let id: u64 = h
+            .query_first("SELECT CONNECTION_ID()")
+            .await
+            .unwrap()
+            .unwrap();
+        exec(
+            &mut conn(p).await,
+            &["UPDATE pd_repl.t SET v = 20 WHERE id = 1"],
+        )
+        .await;
+        let mut rc = conn(r).await;
+        wait_for("5 s of lag behind the held row", async || {
+            lag_seconds(&mut rc).await >= 5
+        })
+        .await;
+        (h, id)
+    });
+    let report = doctor_lag(r, &cfg);
+    let pd222 = check(&report, "PD222");
+    let text = explain(&report, &["PD222"]);
+    assert_eq!(pd222["status"], "fail", "{text}");
+    assert_eq!(pd222["severity"], "warning", "{text}");
+    let summary = pd222["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("the default connection is ")
+            && summary.contains(&format!(
+                "waits for a row lock held on the replica by connection {holder_id} ("
+            )),
+        "{text}"
+    );
+    let fix = pd222["remediation"].as_str().unwrap();
+    assert!(fix.contains(&format!("`KILL {holder_id};")), "{text}");
+    watcher.until(&["PD222"], "fail", Duration::from_secs(30));
+    // The fix it prints: end the holder's session.
+    block_on(async {
+        exec(&mut conn(r).await, &[&format!("KILL {holder_id}")]).await;
+        let _ = holder.query_drop("SELECT 1").await;
+    });
+    watcher
+        .after_fix(&["PD222"], Duration::from_secs(4))
+        .assert_cleared();
+    drop(watcher);
+    block_on(async {
+        let mut rc = conn(r).await;
+        wait_for("the replica to catch up", async || {
+            lag_seconds(&mut rc).await == 0
+        })
+        .await;
+    });
+    assert_eq!(status(&doctor_lag(r, &cfg), "PD222"), "pass");
+
+    // A table without a primary key, updated in bulk under ROW format: each row event is a
+    // full scan on the replica (the rows at the table's end: each scan reads ~19,000 rows).
+    let bulk = "UPDATE pd_repl.nokey SET b = b + 1 WHERE a > 18000";
+    block_on(async {
+        let mut pc = conn(p).await;
+        exec(
+            &mut pc,
+            &[
+                "CREATE TABLE pd_repl.nokey (a INT, b INT) ENGINE=InnoDB",
+                "INSERT INTO pd_repl.nokey SELECT seq, seq FROM pd_repl.seq_1_to_20000",
+            ],
+        )
+        .await;
+        let mut rc = conn(r).await;
+        wait_for("the table on the replica", async || {
+            lag_seconds(&mut rc).await == 0
+        })
+        .await;
+        exec(&mut pc, &[bulk]).await;
+        wait_for("4 s of lag behind the bulk update", async || {
+            lag_seconds(&mut rc).await >= 4
+        })
+        .await;
+    });
+    let report = doctor_lag(r, &cfg);
+    let pd222 = check(&report, "PD222");
+    let text = explain(&report, &["PD222"]);
+    assert_eq!(pd222["status"], "fail", "{text}");
+    assert!(
+        pd222["summary"]
+            .as_str()
+            .unwrap()
+            .contains("one row event on pd_repl.nokey for the ")
+            && pd222["summary"]
+                .as_str()
+                .unwrap()
+                .contains("pd_repl.nokey has no primary key, so each row of the event is searched by a full scan"),
+        "{text}"
+    );
+    assert!(
+        pd222["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("Give pd_repl.nokey a primary key, on the primary"),
+        "{text}"
+    );
+    // The fix: a primary key (on the primary; it replicates). The same update then applies
+    // by key: no lag.
+    block_on(async {
+        let mut rc = conn(r).await;
+        wait_for("the bulk update on the replica", async || {
+            lag_seconds(&mut rc).await == 0
+                && replica_field(&mut rc, "Slave_SQL_Running_State")
+                    .await
+                    .contains("waiting for more updates")
+        })
+        .await;
+        exec(
+            &mut conn(p).await,
+            &[
+                "ALTER TABLE pd_repl.nokey ADD COLUMN id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY",
+                bulk,
+            ],
+        )
+        .await;
+    });
+    let pd222 = check(&doctor_lag(r, &cfg), "PD222").clone();
+    assert_eq!(pd222["status"], "pass", "{pd222:#}");
 }
 
 /// Transactions of one 8 KiB row each, every one on a new connection (a session's binary

@@ -130,6 +130,7 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
         f.replication = Gathered::Available(powerdiag_rules::Replication {
             scan: powerdiag_rules::ReplicaScan::Read,
             connections: vec![lagging, stopped],
+            earlier: Vec::new(),
         });
         // A row-lock queue: connection 9, idle in its transaction, blocks two sessions (its
         // user and host need escaping).

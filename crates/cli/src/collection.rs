@@ -39,7 +39,8 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             lock_cache: None,
             error_log_cache: None,
             schema_cache: None,
-            replication_cache: None,
+            // Read at both ends of the window too (PD222's trend).
+            replication_cache: Some(Default::default()),
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

@@ -50,7 +50,8 @@ pub use locks::{
 pub use os::*;
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use replication::{
-    ERROR_CHARS as REPLICA_ERROR_CHARS, ReplicaConnection, ReplicaScan, Replication,
+    APPLYING_EVENTS, ERROR_CHARS as REPLICA_ERROR_CHARS, LAG_HISTORY_READINGS, LAG_HISTORY_SECONDS,
+    LagPoint, LagReading, ReplicaConnection, ReplicaScan, Replication,
 };
 pub use report::{Check, Report, evaluate, evaluate_with};
 pub use rule::{

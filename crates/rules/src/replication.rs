@@ -22,6 +22,45 @@ pub struct Replication {
     pub scan: ReplicaScan,
     /// One per connection (multi-source: each `CONNECTION_NAME`; the default one is `""`).
     pub connections: Vec<ReplicaConnection>,
+    /// Earlier readings of the same connections, oldest first: the agent's previous samples
+    /// (up to [`LAG_HISTORY_SECONDS`] back, at most [`LAG_HISTORY_READINGS`]) or doctor's read
+    /// at the start of its window. PD222 judges whether the lag shrinks from them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<LagReading>,
+}
+
+/// How far back the agent keeps replication readings (the verdict policy's longest window).
+pub const LAG_HISTORY_SECONDS: f64 = 3600.0;
+/// The most readings the agent keeps (an hour of 15-second samples).
+pub const LAG_HISTORY_READINGS: usize = 240;
+
+/// One earlier read of the replication connections: what PD222 needs of each.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LagReading {
+    /// Seconds before this collection's read.
+    pub seconds_before: f64,
+    pub connections: Vec<LagPoint>,
+}
+
+/// One connection at an earlier read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LagPoint {
+    /// `Connection_name`.
+    pub name: String,
+    /// `Seconds_Behind_Master`.
+    pub seconds_behind_master: Option<u64>,
+    /// `Relay_Master_Log_File:Exec_Master_Log_Pos`: whether the SQL thread moved since.
+    pub exec_position: String,
+}
+
+impl LagPoint {
+    pub fn of(c: &ReplicaConnection) -> LagPoint {
+        LagPoint {
+            name: c.name.clone(),
+            seconds_behind_master: c.seconds_behind_master,
+            exec_position: c.exec_position.clone(),
+        }
+    }
 }
 
 /// Whether the connections were read.
@@ -79,7 +118,20 @@ pub struct ReplicaConnection {
     pub master_last_event_time: Option<String>,
     pub slave_last_event_time: Option<String>,
     pub master_slave_time_diff: Option<i64>,
+    /// `Relay_Log_File:Relay_Log_Pos`: where in the relay log the SQL thread's transaction
+    /// starts.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub relay_position: String,
+    /// The tables (`schema.table` as the `Table_map` events spell them) of the transaction the
+    /// SQL thread is applying, read from the relay log (`SHOW RELAYLOG EVENTS … LIMIT`
+    /// [`APPLYING_EVENTS`]) when the replica is behind and its SQL thread is inside a row
+    /// event or waits for a lock; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applying_tables: Vec<String>,
 }
+
+/// Relay-log events read to name the tables of the transaction being applied.
+pub const APPLYING_EVENTS: u32 = 8;
 
 impl ReplicaConnection {
     /// How a report and a statement name it: `'name'`, or "the default connection".
@@ -106,6 +158,19 @@ impl ReplicaConnection {
 
     pub fn sql_ok(&self) -> bool {
         self.sql_running.eq_ignore_ascii_case("yes")
+    }
+
+    /// The lag the replica is not meant to have: `Seconds_Behind_Master` less `SQL_Delay`
+    /// (a delayed replica lags by design); `None` when the server reports none.
+    pub fn lag(&self) -> Option<u64> {
+        self.seconds_behind_master
+            .map(|s| s.saturating_sub(self.sql_delay.unwrap_or(0)))
+    }
+
+    /// The SQL thread is inside a row event (`Update_rows_log_event::find_row()`, …): each
+    /// row of it is looked up on the replica.
+    pub fn in_row_event(&self) -> bool {
+        self.sql_state.contains("_rows_log_event::")
     }
 
     /// The IO thread runs: `Yes`, or (re)connecting without an error (PD221's reading).

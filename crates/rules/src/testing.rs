@@ -235,16 +235,39 @@ impl SnapshotBuilder {
         self
     }
 
-    /// The last deadlock (`None`: the server detected none).
     /// The replication connections (empty: not a replica).
     pub fn replication(mut self, connections: Vec<crate::ReplicaConnection>) -> SnapshotBuilder {
         self.facts().replication = Gathered::Available(crate::Replication {
             scan: crate::ReplicaScan::Read,
             connections,
+            earlier: Vec::new(),
         });
         self
     }
 
+    /// Earlier readings of the replication connections (`replication` first), oldest first.
+    pub fn replication_earlier(mut self, earlier: Vec<crate::LagReading>) -> SnapshotBuilder {
+        if let Gathered::Available(r) = &mut self.facts().replication {
+            r.earlier = earlier;
+        }
+        self
+    }
+
+    /// The schema read: `tables` listed, as many counted.
+    pub fn schema(mut self, tables: Vec<crate::Table>) -> SnapshotBuilder {
+        let n = tables.len() as u64;
+        self.facts().schema = Gathered::Available(crate::Schema {
+            source: "test".into(),
+            tables_total: n,
+            innodb_tables: n,
+            candidates: n,
+            tables,
+            ..Default::default()
+        });
+        self
+    }
+
+    /// The last deadlock (`None`: the server detected none).
     pub fn last_deadlock(mut self, d: Option<crate::Deadlock>) -> SnapshotBuilder {
         self.facts().last_deadlock = Gathered::Available(d);
         self

@@ -84,6 +84,8 @@ named_enum! {
         // Replication and Galera context (PD707).
         BinlogFormat => "binlog_format",
         WsrepOn => "wsrep_on",
+        // Replication lag's causes (PD222).
+        SlaveParallelThreads => "slave_parallel_threads",
         KeyBufferSize => "key_buffer_size",
         AriaPagecacheBufferSize => "aria_pagecache_buffer_size",
         // Lock waits (PD217–PD220).

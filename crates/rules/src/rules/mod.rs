@@ -60,6 +60,7 @@ rules! {
     pd219_metadata_lock_pileup::MetadataLockPileup,
     pd220_idle_transaction_holding_locks::IdleTransactionHoldingLocks,
     pd221_replication_stopped::ReplicationStopped,
+    pd222_replication_lag::ReplicationLag,
     pd223_binlog_cache_spills::BinlogCacheSpills,
     pd301_small_pages_aix::SmallPagesAix,
     pd302_small_pages_linux::SmallPagesLinux,

@@ -87,8 +87,9 @@ pub struct MariadbOptions {
     /// every time (doctor).
     pub schema_cache: Option<SchemaCache>,
     /// The status mark at which the agent found no replication connection (it reads again
-    /// only after replication was configured or started, or a restart); `None` always reads
-    /// (doctor).
+    /// only after replication was configured or started, or a restart), and the recent
+    /// readings PD222 judges the lag's trend from (doctor: a fresh one, filled at the start of
+    /// its window); `None` always reads, and keeps no history.
     pub replication_cache: Option<ReplicationCache>,
 }
 
@@ -363,6 +364,14 @@ impl Collection<'_> {
     /// again; the agent pairs this sample's read with an earlier one.
     pub async fn status_window(&mut self) {
         if let Some(live) = &mut self.live {
+            // Doctor: the replica as the window opens too, so PD222 sees the lag move.
+            if let (StatusWindowMode::Doctor(d), Some(cache)) =
+                (&self.opts.status_window, &self.opts.replication_cache)
+                && !d.is_zero()
+                && self.selection.is_enabled(&replication::DESCRIPTOR)
+            {
+                replication::read_at_window_start(&mut live.s, cache).await;
+            }
             status_window(&mut live.s, &mut live.facts, &self.opts.status_window).await;
         }
     }

@@ -9,14 +9,25 @@
 //! server restarted (a replica configured in `master.info` starts its threads at start-up). A
 //! replica is read every sample. Doctor reads it once.
 //!
-//! Privilege: `REPLICA MONITOR` (10.5.9+; `SUPER` or `REPLICATION CLIENT` on older servers).
-//! Without it the facts are unavailable with the `GRANT` to run, and the run succeeds.
+//! PD222 judges the lag's trend, so each read carries the earlier ones: the agent keeps the
+//! connections' lag and applied position from its previous samples (at most
+//! [`LAG_HISTORY_READINGS`] over [`LAG_HISTORY_SECONDS`]; a restart of the agent loses them);
+//! doctor with a sample window reads the replica once more as the window opens. When a
+//! connection is behind and its SQL thread is inside a row event or waits for a lock, one
+//! bounded `SHOW RELAYLOG EVENTS` names the tables of the transaction it applies.
+//!
+//! Privilege: `REPLICA MONITOR` (10.5.9+; `SUPER` or `REPLICATION CLIENT` on older servers),
+//! for both statements. Without it the facts are unavailable with the `GRANT` to run, and the
+//! run succeeds.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use mysql_async::Row;
 use powerdiag_rules::{
-    DbErrorKind, Gathered, MariadbFacts, REPLICA_ERROR_CHARS, ReplicaConnection, ReplicaScan,
+    APPLYING_EVENTS, DbErrorKind, Gathered, LAG_HISTORY_READINGS, LAG_HISTORY_SECONDS, LagPoint,
+    LagReading, LockKind, MariadbFacts, REPLICA_ERROR_CHARS, ReplicaConnection, ReplicaScan,
     Replication, StatusVar,
 };
 
@@ -104,13 +115,125 @@ fn parse_row(row: &NamedRow) -> ReplicaConnection {
         slave_last_event_time: get("Slave_last_event_time"),
         master_slave_time_diff: get("Master_Slave_time_diff")
             .and_then(|v| v.trim().parse::<i64>().ok()),
+        relay_position: position("Relay_Log_File", "Relay_Log_Pos"),
+        applying_tables: Vec::new(),
     }
 }
 
-/// What the agent keeps: the status mark of a read that found no connection.
+/// Whether to read the relay log for the tables `c` applies: behind, and inside a row event
+/// or waiting for a lock (a transaction held up on the replica).
+fn worth_peeking(c: &ReplicaConnection) -> bool {
+    c.sql_ok()
+        && c.seconds_behind_master.unwrap_or(0) > 0
+        && (c.in_row_event() || LockKind::of_state(&c.sql_state).is_some())
+        && c.relay_position.contains(':')
+}
+
+/// A string in single quotes for a statement.
+fn sql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// `SHOW RELAYLOG ['name'] EVENTS IN 'file' FROM pos LIMIT n` at the SQL thread's transaction.
+pub(crate) fn relaylog_sql(c: &ReplicaConnection) -> Option<String> {
+    let (file, pos) = c.relay_position.rsplit_once(':')?;
+    let pos: u64 = pos.parse().ok()?;
+    let name = if c.name.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", sql_string(&c.name))
+    };
+    Some(format!(
+        "SHOW RELAYLOG{name} EVENTS IN {} FROM {pos} LIMIT {APPLYING_EVENTS}",
+        sql_string(file)
+    ))
+}
+
+/// The tables of the first transaction in `SHOW RELAYLOG EVENTS` rows: each `Table_map`
+/// event's `table_id: 19 (shop.orders)`, until the next transaction's `Gtid` event.
+pub(crate) fn applying_tables(rows: &[NamedRow]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut gtids = 0;
+    for row in rows {
+        let get = |name: &str| {
+            row.iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .and_then(|(_, v)| v.as_deref())
+        };
+        match get("Event_type") {
+            Some("Gtid") => {
+                gtids += 1;
+                if gtids > 1 {
+                    break;
+                }
+            }
+            Some("Table_map") => {
+                let table = get("Info")
+                    .and_then(|i| i.split_once(" ("))
+                    .and_then(|(_, t)| t.strip_suffix(')'));
+                if let Some(t) = table
+                    && !out.iter().any(|o| o == t)
+                {
+                    out.push(t.chars().take(200).collect());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What the agent keeps: the status mark of a read that found no connection, and the
+/// connections' recent readings for PD222.
 #[derive(Debug, Clone, Default)]
 pub struct ReplicationCache {
     not_replica_at: Arc<Mutex<Option<ChangeMark>>>,
+    readings: Arc<Mutex<VecDeque<Reading>>>,
+}
+
+/// One kept read: when, and each connection's lag and position.
+type Reading = (Instant, Vec<LagPoint>);
+
+impl ReplicationCache {
+    /// The readings kept, as seconds before `now`, oldest first; then `now`'s connections
+    /// added (none: the history is dropped).
+    fn record(&self, now: Instant, connections: &[ReplicaConnection]) -> Vec<LagReading> {
+        let Ok(mut kept) = self.readings.lock() else {
+            return Vec::new();
+        };
+        kept.retain(|(at, _)| now.duration_since(*at).as_secs_f64() <= LAG_HISTORY_SECONDS);
+        let earlier = kept
+            .iter()
+            .map(|(at, connections)| LagReading {
+                seconds_before: now.duration_since(*at).as_secs_f64(),
+                connections: connections.clone(),
+            })
+            .collect();
+        if connections.is_empty() {
+            kept.clear();
+        } else {
+            if kept.len() >= LAG_HISTORY_READINGS {
+                kept.pop_front();
+            }
+            kept.push_back((now, connections.iter().map(LagPoint::of).collect()));
+        }
+        earlier
+    }
+}
+
+/// Doctor with a sample window: the connections as the window opens, kept in `cache` for the
+/// read at its end (a server that is no replica answers with no row; errors are left to that
+/// read). One statement.
+pub(crate) async fn read_at_window_start(
+    s: &mut super::session::Session,
+    cache: &ReplicationCache,
+) {
+    if let Ok(rows) = s.query(STATUS_SQL).await {
+        let connections = parse_status(&named(&rows));
+        if !connections.is_empty() {
+            cache.record(Instant::now(), &connections);
+        }
+    }
 }
 
 /// The `mariadb_replication` collector.
@@ -147,6 +270,7 @@ impl Part for ReplicationPart<'_> {
                 ctx.facts.replication = Gathered::Available(Replication {
                     scan: ReplicaScan::Kept,
                     connections: Vec::new(),
+                    earlier: Vec::new(),
                 });
                 return Ok(());
             }
@@ -160,16 +284,28 @@ impl Part for ReplicationPart<'_> {
             let account = ctx.s.account().to_owned();
             let (facts, failed) = match rows {
                 Ok(rows) => {
-                    let connections = parse_status(&named(&rows));
-                    if let Some(c) = self.cache
-                        && let Ok(mut k) = c.not_replica_at.lock()
-                    {
-                        *k = if connections.is_empty() { mark } else { None };
+                    let now = Instant::now();
+                    let mut connections = parse_status(&named(&rows));
+                    for c in connections.iter_mut().filter(|c| worth_peeking(c)) {
+                        // Best effort: without it PD222 names no table.
+                        if let Some(sql) = relaylog_sql(c)
+                            && let Ok(events) = ctx.s.query(&sql).await
+                        {
+                            c.applying_tables = applying_tables(&named(&events));
+                        }
+                    }
+                    let mut earlier = Vec::new();
+                    if let Some(c) = self.cache {
+                        if let Ok(mut k) = c.not_replica_at.lock() {
+                            *k = if connections.is_empty() { mark } else { None };
+                        }
+                        earlier = c.record(now, &connections);
                     }
                     (
                         Gathered::Available(Replication {
                             scan: ReplicaScan::Read,
                             connections,
+                            earlier,
                         }),
                         None,
                     )
@@ -269,5 +405,68 @@ mod tests {
         assert_eq!(c.last_io_error.chars().count(), REPLICA_ERROR_CHARS);
         assert_eq!(c.master_slave_time_diff, Some(1));
         assert_eq!(c.read_position, "");
+    }
+
+    /// `SHOW RELAYLOG EVENTS` as 11.8.9 answers at a row event without a key: the
+    /// transaction's tables, up to the next transaction.
+    #[test]
+    fn the_tables_of_the_transaction_being_applied() {
+        let ev = |t: &str, info: &str| row(&[("Event_type", Some(t)), ("Info", Some(info))]);
+        let rows = vec![
+            ev("Gtid", "BEGIN GTID 0-1-11"),
+            ev("Annotate_rows", "UPDATE nopk SET b = b + 1"),
+            ev("Table_map", "table_id: 19 (lagt.nopk)"),
+            ev("Update_rows_v1", "table_id: 19"),
+            ev("Table_map", "table_id: 20 (lagt.pk)"),
+            ev("Table_map", "table_id: 19 (lagt.nopk)"),
+            ev("Gtid", "BEGIN GTID 0-1-12"),
+            ev("Table_map", "table_id: 21 (other.t)"),
+        ];
+        assert_eq!(applying_tables(&rows), ["lagt.nopk", "lagt.pk"]);
+        let mut c = parse_status(&[row(&[
+            ("Connection_name", Some("it's")),
+            ("Relay_Log_File", Some("relay-bin-it's.000002")),
+            ("Relay_Log_Pos", Some("362861")),
+            ("Slave_SQL_Running", Some("Yes")),
+            ("Seconds_Behind_Master", Some("12")),
+            (
+                "Slave_SQL_Running_State",
+                Some("Update_rows_log_event::find_row()"),
+            ),
+        ])])
+        .remove(0);
+        assert!(worth_peeking(&c));
+        assert_eq!(
+            relaylog_sql(&c).unwrap(),
+            "SHOW RELAYLOG 'it''s' EVENTS IN 'relay-bin-it''s.000002' FROM 362861 LIMIT 8"
+        );
+        c.seconds_behind_master = Some(0);
+        assert!(!worth_peeking(&c), "not behind: nothing to name");
+    }
+
+    /// The agent's readings: oldest first, as seconds before the read; none kept once the
+    /// server is no replica.
+    #[test]
+    fn readings_are_kept_for_the_trend_and_dropped_with_the_connections() {
+        let cache = ReplicationCache::default();
+        let t0 = Instant::now();
+        let mut c = parse_status(&[row(&[("Seconds_Behind_Master", Some("40"))])]);
+        assert!(cache.record(t0, &c).is_empty());
+        c[0].seconds_behind_master = Some(45);
+        let earlier = cache.record(t0 + std::time::Duration::from_secs(5), &c);
+        assert_eq!(earlier.len(), 1);
+        assert_eq!(earlier[0].seconds_before, 5.0);
+        assert_eq!(earlier[0].connections[0].seconds_behind_master, Some(40));
+        assert_eq!(
+            cache
+                .record(t0 + std::time::Duration::from_secs(10), &[])
+                .len(),
+            2
+        );
+        assert!(
+            cache
+                .record(t0 + std::time::Duration::from_secs(15), &c)
+                .is_empty()
+        );
     }
 }
