@@ -144,9 +144,10 @@ fn statements_do_not_grow_with_the_number_of_tables() {
     // for what the dictionary cannot tell two: sent even with none to ask about, so the count
     // does not depend on the schema), the indexes of the statements' tables one, and the
     // replication connections one (`SHOW ALL REPLICAS STATUS`: the agent's first sample only
-    // on a server that is no replica).
+    // on a server that is no replica; doctor with a sample window one more as it opens, for
+    // PD222's trend).
     assert!(
-        many.agent_first <= 29 && many.doctor_no_probe <= 29,
+        many.agent_first <= 29 && many.doctor_no_probe <= 30,
         "{many:?}"
     );
     // The probe adds at most, per vector index it probes (3): its definition, columns, id
