@@ -297,6 +297,7 @@ fn scenario(primary: &str, replica: &str) {
     assert_eq!(status(&doctor(&r), "PD221"), "pass");
 
     lag(&p, &r);
+    semisync(&p, &r);
 
     // No replication connection: an agent sends SHOW ALL REPLICAS STATUS at its first sample
     // only (the status read's Com_change_master/Com_start_slave say nothing changed).
@@ -514,6 +515,100 @@ fn lag(p: &Server, r: &Server) {
     });
     let pd222 = check(&doctor_lag(r, &cfg), "PD222").clone();
     assert_eq!(pd222["status"], "pass", "{pd222:#}");
+}
+
+async fn global_status(c: &mut Conn, name: &str) -> String {
+    let v: Option<(String, String)> = c
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .await
+        .unwrap();
+    v.unwrap_or_else(|| panic!("no status {name}")).1
+}
+
+/// PD224: semi-sync enabled on the primary with no replica acknowledging → after one commit
+/// the primary runs asynchronously: fail (doctor and an agent); the replica-side statements
+/// it prints → semi-synchronous again, cleared within two samples.
+fn semisync(p: &Server, r: &Server) {
+    assert_eq!(status(&doctor(p), "PD224"), "not_applicable");
+    let watcher = Watcher::start(p);
+    watcher.until(&["PD224"], "not_applicable", Duration::from_secs(30));
+    block_on(async {
+        let mut pc = conn(p).await;
+        exec(
+            &mut pc,
+            &[
+                "SET GLOBAL rpl_semi_sync_master_timeout = 200",
+                "SET GLOBAL rpl_semi_sync_master_enabled = ON",
+                "INSERT INTO pd_repl.t VALUES (200, 1)",
+            ],
+        )
+        .await;
+        assert_eq!(
+            global_status(&mut pc, "Rpl_semi_sync_master_status").await,
+            "OFF"
+        );
+    });
+    let report = doctor(p);
+    let pd224 = check(&report, "PD224");
+    let text = explain(&report, &["PD224"]);
+    assert_eq!(pd224["status"], "fail", "{text}");
+    assert_eq!(pd224["severity"], "critical", "{text}");
+    assert_eq!(
+        pd224["summary"],
+        "semi-sync is enabled but the primary replicates asynchronously now: 0 semi-sync replica(s) connected, commits return without a replica's copy",
+        "{text}"
+    );
+    let fix = pd224["remediation"].as_str().unwrap();
+    let statements = fix
+        .split('`')
+        .find(|s| s.starts_with("SET GLOBAL rpl_semi_sync_slave_enabled = ON;"))
+        .unwrap_or_else(|| panic!("no replica-side statements in {text}"))
+        .to_owned();
+    watcher.until(&["PD224"], "fail", Duration::from_secs(30));
+    // The fix it prints, on the replica; the next commit is acknowledged.
+    block_on(async {
+        let mut rc = conn(r).await;
+        for st in statements
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            exec(&mut rc, &[st]).await;
+        }
+        let mut pc = conn(p).await;
+        wait_for("the replica to connect as semi-sync", async || {
+            global_status(&mut pc, "Rpl_semi_sync_master_clients").await == "1"
+        })
+        .await;
+        exec(&mut pc, &["INSERT INTO pd_repl.t VALUES (201, 1)"]).await;
+        wait_for("semi-sync on the primary", async || {
+            exec(&mut pc, &["UPDATE pd_repl.t SET v = v + 1 WHERE id = 201"]).await;
+            global_status(&mut pc, "Rpl_semi_sync_master_status").await == "ON"
+        })
+        .await;
+    });
+    watcher
+        .after_fix(&["PD224"], Duration::from_secs(4))
+        .assert_cleared();
+    drop(watcher);
+    assert_eq!(status(&doctor(p), "PD224"), "pass");
+    // Back to asynchronous replication for what follows.
+    block_on(async {
+        exec(
+            &mut conn(p).await,
+            &["SET GLOBAL rpl_semi_sync_master_enabled = OFF"],
+        )
+        .await;
+        exec(
+            &mut conn(r).await,
+            &[
+                "SET GLOBAL rpl_semi_sync_slave_enabled = OFF",
+                "STOP REPLICA IO_THREAD",
+                "START REPLICA IO_THREAD",
+            ],
+        )
+        .await;
+    });
 }
 
 /// Transactions of one 8 KiB row each, every one on a new connection (a session's binary

@@ -86,6 +86,10 @@ named_enum! {
         WsrepOn => "wsrep_on",
         // Replication lag's causes (PD222).
         SlaveParallelThreads => "slave_parallel_threads",
+        // Semi-synchronous replication, built into the server since 10.3.3 (PD224).
+        RplSemiSyncMasterEnabled => "rpl_semi_sync_master_enabled",
+        RplSemiSyncMasterTimeout => "rpl_semi_sync_master_timeout",
+        RplSemiSyncMasterWaitNoSlave => "rpl_semi_sync_master_wait_no_slave",
         KeyBufferSize => "key_buffer_size",
         AriaPagecacheBufferSize => "aria_pagecache_buffer_size",
         // Lock waits (PD217–PD220).
@@ -109,6 +113,8 @@ impl Var {
                 | Var::LogBin
                 | Var::WsrepOn
                 | Var::InnodbPrintAllDeadlocks
+                | Var::RplSemiSyncMasterEnabled
+                | Var::RplSemiSyncMasterWaitNoSlave
         )
     }
 }
@@ -191,6 +197,13 @@ named_enum! {
         BinlogCacheDiskUse => "binlog_cache_disk_use",
         BinlogStmtCacheUse => "binlog_stmt_cache_use",
         BinlogStmtCacheDiskUse => "binlog_stmt_cache_disk_use",
+        // Semi-synchronous replication on a primary (PD224): ON/OFF now, the semi-sync
+        // replicas connected, transactions acknowledged or not, and the fall-backs.
+        RplSemiSyncMasterStatus => "rpl_semi_sync_master_status",
+        RplSemiSyncMasterClients => "rpl_semi_sync_master_clients",
+        RplSemiSyncMasterYesTx => "rpl_semi_sync_master_yes_tx",
+        RplSemiSyncMasterNoTx => "rpl_semi_sync_master_no_tx",
+        RplSemiSyncMasterNoTimes => "rpl_semi_sync_master_no_times",
         ComInstallPlugin => "com_install_plugin",
         ComUninstallPlugin => "com_uninstall_plugin",
     }
@@ -216,6 +229,8 @@ impl StatusVar {
                 | StatusVar::InnodbCheckpointMaxAge
                 | StatusVar::InnodbHistoryListLength
                 | StatusVar::InnodbRowLockCurrentWaits
+                | StatusVar::RplSemiSyncMasterStatus
+                | StatusVar::RplSemiSyncMasterClients
         )
     }
 }

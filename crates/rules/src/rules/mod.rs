@@ -62,6 +62,7 @@ rules! {
     pd221_replication_stopped::ReplicationStopped,
     pd222_replication_lag::ReplicationLag,
     pd223_binlog_cache_spills::BinlogCacheSpills,
+    pd224_semisync_fell_back::SemisyncFellBack,
     pd301_small_pages_aix::SmallPagesAix,
     pd302_small_pages_linux::SmallPagesLinux,
     pd303_tlb_miss_rate_high::TlbMissRateHigh,
