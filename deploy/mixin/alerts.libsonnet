@@ -153,6 +153,51 @@ local runbook(cfg, page) = '%s/%s.md' % [cfg.runbookBaseUrl, page];
           },
         ],
       },
+      {
+        name: 'powerdiag-replication',
+        rules: [
+          // A replication connection's IO or SQL thread is not running: the replica stopped
+          // copying (the mysqld mixin's MySQLReplicationNotRunning; PD221 has the error).
+          {
+            alert: 'PowerdiagReplicationNotRunning',
+            expr: 'powerdiag_mariadb_replication_thread_running{%s} == 0' % cfg.jobSelector,
+            'for': cfg.replicationNotRunningFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Replication {{ $labels.thread }} thread not running on {{ $labels.instance }}',
+              description: 'PowerdiagReplicationNotRunning: on {{ $labels.instance }} the {{ $labels.thread }} thread of replication connection "{{ $labels.connection }}" (empty: the default one) has not run for %s: the replica copies nothing, and a failover to it loses every transaction since. `powerdiag doctor` on the host shows the server\'s last error and the next step (PD221): never skip events blindly.' % cfg.replicationNotRunningFor,
+              runbook_url: runbook(cfg, 'PowerdiagReplicationNotRunning'),
+            },
+          },
+          // Lag less the delay kept by design above the limit, and not on course to be gone
+          // within the catch-up time at its rate over 5 minutes (the mysqld mixin's
+          // MySQLReplicationLag; PD222 names the cause).
+          {
+            alert: 'PowerdiagReplicationLag',
+            expr: '(powerdiag_mariadb_replication_lag_seconds{%(j)s} - powerdiag_mariadb_replication_sql_delay_seconds{%(j)s}) > %(max)d and (predict_linear(powerdiag_mariadb_replication_lag_seconds{%(j)s}[5m], %(catch)d) - powerdiag_mariadb_replication_sql_delay_seconds{%(j)s}) > 0' % { j: cfg.jobSelector, max: cfg.replicationLagMaxSeconds, catch: cfg.replicationLagCatchUpSeconds },
+            'for': cfg.replicationLagFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Replica {{ $labels.instance }} is {{ $value | humanizeDuration }} behind its primary',
+              description: 'PowerdiagReplicationLag: replication connection "{{ $labels.connection }}" (empty: the default one) on {{ $labels.instance }} has been more than %d s behind its primary (less SQL_Delay) for %s, and at its rate over 5 minutes it will not have caught up within %d s: reads there are stale and a failover would wait or lose data. `powerdiag doctor` on the host names the probable cause (PD222): a lock held on the replica with its KILL, a table without a primary key, single-threaded apply.' % [cfg.replicationLagMaxSeconds, cfg.replicationLagFor, cfg.replicationLagCatchUpSeconds],
+              runbook_url: runbook(cfg, 'PowerdiagReplicationLag'),
+            },
+          },
+          // Semi-sync is enabled but the primary fell back to asynchronous: commits return
+          // without a replica's copy, silently (PD224).
+          {
+            alert: 'PowerdiagSemisyncFellBack',
+            expr: 'powerdiag_mariadb_semisync_primary_enabled{%(j)s} == 1 and powerdiag_mariadb_semisync_primary_running{%(j)s} == 0' % { j: cfg.jobSelector },
+            'for': cfg.semisyncFellBackFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Semi-sync primary {{ $labels.instance }} replicates asynchronously',
+              description: 'PowerdiagSemisyncFellBack: {{ $labels.instance }} has semi-synchronous replication enabled but has committed without waiting for a replica for %s: a failover now can lose every transaction since. `powerdiag_mariadb_semisync_primary_clients` says how many semi-sync replicas are connected; `powerdiag doctor` on the host gives the replica-side statements (PD224).' % cfg.semisyncFellBackFor,
+              runbook_url: runbook(cfg, 'PowerdiagSemisyncFellBack'),
+            },
+          },
+        ],
+      },
     ],
   },
 }

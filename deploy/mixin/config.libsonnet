@@ -44,6 +44,17 @@
     deadlocksMaxPerMinute: 5,
     deadlocksWindow: '5m',
     deadlocksFor: '10m',
+    // A replication connection's IO or SQL thread not running (the mysqld mixin's
+    // MySQLReplicationNotRunning): pages.
+    replicationNotRunningFor: '2m',
+    // Lag less SQL_Delay above replicationLagMaxSeconds and, at its rate over the last 5
+    // minutes, not gone within replicationLagCatchUpSeconds (the mysqld mixin's
+    // MySQLReplicationLag, PD222's defaults): pages.
+    replicationLagMaxSeconds: 30,
+    replicationLagCatchUpSeconds: 120,
+    replicationLagFor: '1m',
+    // Semi-sync enabled on a primary that replicates asynchronously (PD224): pages.
+    semisyncFellBackFor: '1m',
 
     // Grafana-managed alerting (grafana-alerts.libsonnet): the same rules, evaluated by Grafana.
     // The Prometheus data source's uid (deploy/grafana/provisioning/datasources/prometheus.yml).

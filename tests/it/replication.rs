@@ -224,6 +224,10 @@ fn scenario(primary: &str, replica: &str) {
         body.contains("powerdiag_mariadb_replication_lag_seconds{connection=\"\"} 0"),
         "{body}"
     );
+    assert!(
+        body.contains("powerdiag_mariadb_replication_sql_delay_seconds{connection=\"\"} 0"),
+        "{body}"
+    );
     assert_eq!(status(&doctor(&r), "PD221"), "pass");
     drop(watcher);
 

@@ -100,6 +100,10 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             StatusVar::InnodbDeadlocks,
             StatusVar::BinlogCacheDiskUse,
             StatusVar::BinlogCacheUse,
+            StatusVar::RplSemiSyncMasterClients,
+            StatusVar::RplSemiSyncMasterYesTx,
+            StatusVar::RplSemiSyncMasterNoTx,
+            StatusVar::RplSemiSyncMasterNoTimes,
         ]
         .into_iter()
         .enumerate()
@@ -107,6 +111,15 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             f.status
                 .insert(var.name().into(), (1000 + 17 * i as u64).to_string());
         }
+        // A semi-sync primary that fell back to asynchronous (PD224).
+        f.status.insert(
+            StatusVar::RplSemiSyncMasterStatus.name().into(),
+            "OFF".into(),
+        );
+        f.variables.insert(
+            powerdiag_rules::Var::RplSemiSyncMasterEnabled.name().into(),
+            "ON".into(),
+        );
         f.innodb_size = Gathered::Available(powerdiag_rules::InnodbSize {
             tables: 42,
             data_bytes: 3 << 30,

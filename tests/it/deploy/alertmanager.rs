@@ -52,4 +52,28 @@ fn amtool_checks_the_alertmanager_route() {
             "{name}"
         );
     }
+    // Every inhibit rule's source is an alert the rules define, and its target a check alert
+    // for a rule that exists: a renamed alert would silently stop inhibiting.
+    let am = yaml(&cfg);
+    let names: Vec<String> = alerts().into_iter().map(|(n, _)| n).collect();
+    let codes: Vec<&str> = powerdiag_rules::RULES
+        .iter()
+        .map(|r| r.meta().code)
+        .collect();
+    for rule in am["inhibit_rules"].as_array().unwrap() {
+        for m in rule["source_matchers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(rule["target_matchers"].as_array().unwrap())
+        {
+            let m = m.as_str().unwrap();
+            let value = m.split('"').nth(1).unwrap_or_default();
+            if m.starts_with("alertname") {
+                assert!(names.iter().any(|n| n == value), "{m}: no such alert");
+            } else if m.starts_with("code") {
+                assert!(codes.contains(&value), "{m}: no such rule");
+            }
+        }
+    }
 }

@@ -450,8 +450,9 @@ fn the_grafana_alert_rules_are_the_prometheus_rules() {
             assert_eq!(r.annotations[k], want, "{} {k}", r.title);
         }
     }
-    // PowerdiagSampleStale's summary and description show the sample's age.
-    assert_eq!(rewritten, 2);
+    // PowerdiagSampleStale's summary and description show the sample's age, and
+    // PowerdiagReplicationLag's summary the lag.
+    assert_eq!(rewritten, 3);
 }
 
 #[test]

@@ -204,6 +204,18 @@ const ABSENT_HERE: &[(&str, &str)] = &[
         "powerdiag_mariadb_lock_blocker_info",
         "exported only while a session blocks others; nothing waits for a lock on the test server",
     ),
+    (
+        "powerdiag_mariadb_replication_thread_running",
+        "exported only on a replica; the test server is none (tests/it/replication.rs scrapes it from a real replica)",
+    ),
+    (
+        "powerdiag_mariadb_replication_lag_seconds",
+        "exported only on a replica; the test server is none (tests/it/replication.rs scrapes it from a real replica)",
+    ),
+    (
+        "powerdiag_mariadb_replication_sql_delay_seconds",
+        "exported only on a replica; the test server is none (tests/it/replication.rs scrapes it from a real replica)",
+    ),
 ];
 
 /// Dashboard queries that may come back empty here although their metric exists, and why.

@@ -103,6 +103,9 @@ fn alerts_name_the_rule_and_say_what_to_do() {
         "PowerdiagMariadbUnreachable",
         "PowerdiagSampleStale",
         "PowerdiagCollectorFailing",
+        "PowerdiagReplicationNotRunning",
+        "PowerdiagReplicationLag",
+        "PowerdiagSemisyncFellBack",
     ] {
         assert!(
             names.iter().any(|n| n == wanted),

@@ -254,6 +254,18 @@ catalogue! {
         "1 when the replication connection's thread runs (thread io: Slave_IO_Running Yes, or Connecting without an error; sql: Slave_SQL_Running Yes), else 0 (PD221; the mysqld exporter's mysql_slave_status_slave_io_running/_sql_running)";
     REPLICATION_LAG: Gauge "powerdiag_mariadb_replication_lag_seconds" ["connection"] unit "seconds" when REPLICA_LAG
         "Seconds_Behind_Master: how far the applied events' timestamps trail the replica's clock; 0 while the IO thread is behind, absent while the SQL thread is stopped";
+    REPLICATION_SQL_DELAY: Gauge "powerdiag_mariadb_replication_sql_delay_seconds" ["connection"] unit "seconds" when REPLICA
+        "SQL_Delay: the delay the replication connection keeps by design (MASTER_DELAY); lag less this is what PD222 judges (the mysqld exporter's mysql_slave_status_sql_delay)";
+    SEMISYNC_ENABLED: Gauge "powerdiag_mariadb_semisync_primary_enabled" [] when DB
+        "1 when rpl_semi_sync_master_enabled = ON: commits wait for a replica's acknowledgement (PD224)";
+    SEMISYNC_RUNNING: Gauge "powerdiag_mariadb_semisync_primary_running" [] when DB
+        "1 when Rpl_semi_sync_master_status = ON: the primary replicates semi-synchronously now; 0 when it fell back to asynchronous or semi-sync is off (PD224)";
+    SEMISYNC_CLIENTS: Gauge "powerdiag_mariadb_semisync_primary_clients" [] when DB
+        "Rpl_semi_sync_master_clients: semi-sync replicas connected (PD224)";
+    SEMISYNC_TRANSACTIONS: Counter "powerdiag_mariadb_semisync_transactions_total" ["acknowledged"] when DB
+        "Commits on a semi-sync primary: acknowledged=yes by a replica (Rpl_semi_sync_master_yes_tx), no: committed without (_no_tx) (PD224)";
+    SEMISYNC_FALLBACKS: Counter "powerdiag_mariadb_semisync_fallbacks_total" [] when DB
+        "Rpl_semi_sync_master_no_times: times the primary fell back to asynchronous replication (PD224)";
     SRV_BINLOG_CACHE_USE: Counter "powerdiag_mariadb_binlog_cache_transactions_total" [] when DB
         "Binlog_cache_use: transactions that used the binary log cache (PD223)";
     SRV_BINLOG_CACHE_DISK_USE: Counter "powerdiag_mariadb_binlog_cache_spills_total" [] when DB

@@ -412,6 +412,7 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
     if let Gathered::Available(r) = &f.replication {
         replication(b, r);
     }
+    semisync(b, f);
     if let Gathered::Available(t) = &f.transactions {
         b.one(&c::SRV_OPEN_TRANSACTIONS, Some(t.open as f64));
         b.one(
@@ -438,6 +439,45 @@ fn replication(b: &mut Builder, r: &powerdiag_rules::Replication) {
         r.connections
             .iter()
             .filter_map(|c| Some(([c.name.clone()], c.seconds_behind_master? as f64))),
+    );
+    b.add(
+        &c::REPLICATION_SQL_DELAY,
+        r.connections
+            .iter()
+            .filter_map(|c| Some(([c.name.clone()], c.sql_delay? as f64))),
+    );
+}
+
+/// Semi-synchronous replication on this server as a primary (PD224).
+fn semisync(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
+    let st = |v: StatusVar| f.status_u64(v).ok().map(|x| x as f64);
+    let flag = |on: bool| if on { 1.0 } else { 0.0 };
+    b.one(
+        &c::SEMISYNC_ENABLED,
+        f.var_bool(Var::RplSemiSyncMasterEnabled).ok().map(flag),
+    );
+    b.one(
+        &c::SEMISYNC_RUNNING,
+        f.status
+            .get(StatusVar::RplSemiSyncMasterStatus.name())
+            .map(|v| flag(v.eq_ignore_ascii_case("ON"))),
+    );
+    b.one(
+        &c::SEMISYNC_CLIENTS,
+        st(StatusVar::RplSemiSyncMasterClients),
+    );
+    b.add(
+        &c::SEMISYNC_TRANSACTIONS,
+        [
+            ("yes", StatusVar::RplSemiSyncMasterYesTx),
+            ("no", StatusVar::RplSemiSyncMasterNoTx),
+        ]
+        .into_iter()
+        .filter_map(|(l, v)| Some(([l], st(v)?))),
+    );
+    b.one(
+        &c::SEMISYNC_FALLBACKS,
+        st(StatusVar::RplSemiSyncMasterNoTimes),
     );
 }
 
