@@ -33,7 +33,9 @@
 # CPU-limited cgroup), jrn118 = +27 (logs to a private systemd journal: tests/harness/journald.sh,
 # tests/it/error_log.rs), schema118 = +28 and schema1011 = +29 (tests/it/schema.rs builds and
 # fixes a schema on them), rp118 = +30 → rr118 = +31 and rp1011 = +32 → rr1011 = +33 (GTID
-# primaries and their replicas: tests/it/replication.rs); the packaged agent = +9),
+# primaries and their replicas: tests/it/replication.rs), gal1..gal3 = +34..+36 with their group
+# communication on +37..+39 and IST on +40..+42 (a Galera cluster: tests/harness/galera.sh,
+# tests/it/galera.rs); the packaged agent = +9),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -118,7 +120,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29 rp118:30 rr118:31 rp1011:32 rr1011:33)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29 rp118:30 rr118:31 rp1011:32 rr1011:33 gal1:34 gal2:35 gal3:36)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -128,10 +130,14 @@ for sp in "${SERVER_PORTS[@]}"; do
         busy+=("$port (${sp%%:*})")
     fi
 done
-# The agent installed from the .deb (tests/package.sh) listens on base + 9.
+# The agent installed from the .deb (tests/package.sh) listens on base + 9; the Galera nodes'
+# group communication and IST on base + 37..42.
 if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
+for off in 37 38 39 40 41 42; do
+    if port_in_use $((base + off)); then busy+=("$((base + off)) (Galera group communication/IST)"); fi
+done
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+33; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+42; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
@@ -141,7 +147,9 @@ cleanup() {
     step "stopping test servers"
     trap - EXIT
     for s in "${SERVERS[@]}"; do "$HERE/harness/mariadb.sh" stop "$s" || true; done
+    "$HERE/harness/galera.sh" stop 2>/dev/null || true
     "$HERE/harness/cpu-cgroup.sh" leave sat118 2>/dev/null || true
+    "$HERE/harness/cpu-cgroup.sh" leave gal3 2>/dev/null || true
     "$HERE/harness/journald.sh" stop "$POWERDIAG_IT_JOURNAL_DIR" 2>/dev/null || true
     umount "$POWERDIAG_IT_DIR/tiny" 2>/dev/null || true
     if [ "${POWERDIAG_IT_KEEP:-0}" = 1 ]; then
@@ -216,17 +224,22 @@ POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=1 binlog_format=ROW"
 POWERDIAG_IT_MARIADB_OPTIONS="server_id=2" start_server rr118 11.8 31
 POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=1 binlog_format=ROW" start_server rp1011 10.11 32
 POWERDIAG_IT_MARIADB_OPTIONS="server_id=2" start_server rr1011 10.11 33
+# gal1..gal3: a three-node Galera cluster of 11.8 (its nodes start one after the other),
+# owned by tests/it/galera.rs, which kills, restarts and CPU-limits its nodes.
+"$HERE/harness/galera.sh" start $((base + 34)) >"$POWERDIAG_IT_DIR/galera.start.log" 2>&1 &
+START_PIDS+=("$!:galera")
 # Wait for every start (each is checked: no `wait a && wait b`, where set -e ignores all but the last)
 # and stop at once, with the server's own error, if any failed.
 failed=()
 for pn in "${START_PIDS[@]}"; do
     if ! wait "${pn%%:*}"; then failed+=("${pn#*:}"); fi
 done
-for s in "${SERVERS[@]}"; do cat "$POWERDIAG_IT_DIR/$s.start.log" >&2; done
+for s in "${SERVERS[@]}" galera; do cat "$POWERDIAG_IT_DIR/$s.start.log" >&2; done
 [ "${#failed[@]}" -eq 0 ] || fail "test server(s) failed to start: ${failed[*]} (their errors are above); not running the tests"
 for s in "${SERVERS[@]}"; do
     eval "$("$HERE/harness/mariadb.sh" env "$s")"
 done
+eval "$("$HERE/harness/galera.sh" env)"
 
 step "packages: the .deb in a clean Debian 12 root, the .rpm with rpm tools (tests/package.sh)"
 POWERDIAG_PACKAGE_MARIADB_PORT=$((base + 10)) POWERDIAG_PACKAGE_PORT=$((base + 9)) \

@@ -198,6 +198,73 @@ local runbook(cfg, page) = '%s/%s.md' % [cfg.runbookBaseUrl, page];
           },
         ],
       },
+      {
+        name: 'powerdiag-galera',
+        rules: [
+          // The node refuses queries: not ready, or outside the Primary component (the mysqld
+          // mixin's MySQLGaleraNotReady; PD225).
+          {
+            alert: 'PowerdiagGaleraNotReady',
+            expr: 'powerdiag_mariadb_galera_ready{%(j)s} == 0 or powerdiag_mariadb_galera_primary{%(j)s} == 0' % { j: cfg.jobSelector },
+            'for': cfg.galeraNotReadyFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Galera node {{ $labels.instance }} refuses queries',
+              description: 'PowerdiagGaleraNotReady: the Galera node {{ $labels.instance }} has been not ready or outside the Primary component for %s: it answers queries with ERROR 1047. `powerdiag doctor` on the host says which and what to do (PD225): a partition or lost quorum, a join that does not finish.' % cfg.galeraNotReadyFor,
+              runbook_url: runbook(cfg, 'PowerdiagGaleraNotReady'),
+            },
+          },
+          // Not Synced and not desynced on purpose (the mysqld mixin's MySQLGaleraOutOfSync).
+          {
+            alert: 'PowerdiagGaleraOutOfSync',
+            expr: 'powerdiag_mariadb_galera_synced{%(j)s} == 0 and powerdiag_mariadb_galera_desync{%(j)s} == 0' % { j: cfg.jobSelector },
+            'for': cfg.galeraOutOfSyncFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Galera node {{ $labels.instance }} is not Synced',
+              description: 'PowerdiagGaleraOutOfSync: the Galera node {{ $labels.instance }} has not been Synced for %s without wsrep_desync set: it is joining, a donor, or stuck. `powerdiag doctor` on the host shows its state (PD225).' % cfg.galeraOutOfSyncFor,
+              runbook_url: runbook(cfg, 'PowerdiagGaleraOutOfSync'),
+            },
+          },
+          // The cluster is smaller than at its largest recently: a node was lost (PD225).
+          {
+            alert: 'PowerdiagGaleraNodeLost',
+            expr: 'powerdiag_mariadb_galera_cluster_size{%(j)s} < max_over_time(powerdiag_mariadb_galera_cluster_size{%(j)s}[%(w)s])' % { j: cfg.jobSelector, w: cfg.galeraSizeWindow },
+            'for': cfg.galeraNodeLostFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'The Galera cluster of {{ $labels.instance }} lost a node ({{ $value }} left)',
+              description: 'PowerdiagGaleraNodeLost: the Galera cluster seen from {{ $labels.instance }} has had fewer nodes than at its largest over the last %s for %s: a node left or was lost, and the cluster is one failure closer to losing quorum. `powerdiag doctor` on the survivors shows the sizes (PD225); start the lost node again.' % [cfg.galeraSizeWindow, cfg.galeraNodeLostFor],
+              runbook_url: runbook(cfg, 'PowerdiagGaleraNodeLost'),
+            },
+          },
+          // Flow control pauses the cluster's writes (PD226).
+          {
+            alert: 'PowerdiagGaleraFlowControl',
+            expr: 'rate(powerdiag_mariadb_galera_flow_control_paused_seconds_total{%(j)s}[5m]) > %(m)g' % { j: cfg.jobSelector, m: cfg.galeraFlowControlMaxShare },
+            'for': cfg.galeraFlowControlFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Flow control pauses Galera writes on {{ $labels.instance }}',
+              description: 'PowerdiagGaleraFlowControl: on {{ $labels.instance }} flow control has paused replication more than %g of the time (over 5m) for %s: every node of the cluster waits for the slowest. The node whose `powerdiag_mariadb_galera_flow_control_sent_total` grows is the slow one; `powerdiag doctor` there says why (PD226, PD227).' % [cfg.galeraFlowControlMaxShare, cfg.galeraFlowControlFor],
+              runbook_url: runbook(cfg, 'PowerdiagGaleraFlowControl'),
+            },
+          },
+          // The receive queue stays long: the node's appliers cannot keep up (PD227; the
+          // mysqld mixin's MySQLGaleraDonorFallingBehind for any node).
+          {
+            alert: 'PowerdiagGaleraApplyQueue',
+            expr: 'min_over_time(powerdiag_mariadb_galera_receive_queue{%(j)s}[5m]) >= %(q)d' % { j: cfg.jobSelector, q: cfg.galeraMaxRecvQueue },
+            'for': cfg.galeraApplyQueueFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Galera node {{ $labels.instance }} cannot keep up with its receive queue',
+              description: 'PowerdiagGaleraApplyQueue: on {{ $labels.instance }} at least %d write sets have waited to be applied throughout 5 minutes, for %s: the node applies more slowly than the cluster writes, serves stale reads and sends flow control. `powerdiag doctor` there says whether more appliers would help (PD227).' % [cfg.galeraMaxRecvQueue, cfg.galeraApplyQueueFor],
+              runbook_url: runbook(cfg, 'PowerdiagGaleraApplyQueue'),
+            },
+          },
+        ],
+      },
     ],
   },
 }

@@ -55,6 +55,21 @@
     replicationLagFor: '1m',
     // Semi-sync enabled on a primary that replicates asynchronously (PD224): pages.
     semisyncFellBackFor: '1m',
+    // Galera: a node refusing queries (not ready, or outside the Primary component) pages; one
+    // not Synced without wsrep_desync opens a ticket (the mysqld mixin's MySQLGaleraNotReady
+    // and MySQLGaleraOutOfSync); a cluster smaller than its largest over galeraSizeWindow
+    // pages (a node lost, PD225).
+    galeraNotReadyFor: '2m',
+    galeraOutOfSyncFor: '5m',
+    galeraSizeWindow: '1h',
+    galeraNodeLostFor: '1m',
+    // Flow control pausing replication more than this share of the time over 5 minutes
+    // (PD226's default), and a receive queue above galeraMaxRecvQueue (PD227's, Galera's
+    // gcs.fc_limit): tickets.
+    galeraFlowControlMaxShare: 0.1,
+    galeraFlowControlFor: '10m',
+    galeraMaxRecvQueue: 16,
+    galeraApplyQueueFor: '10m',
 
     // Grafana-managed alerting (grafana-alerts.libsonnet): the same rules, evaluated by Grafana.
     // The Prometheus data source's uid (deploy/grafana/provisioning/datasources/prometheus.yml).

@@ -267,6 +267,19 @@ apply_grants() {
     # Right after install-db only unix_socket accounts work: root@localhost if we are root, else
     # the account install-db made for our OS user.
     [ "$(id -u)" -eq 0 ] || boot_user=$(id -un)
+    # A Galera node answers on its socket before it has joined its cluster (ERROR 1047 "WSREP
+    # has not yet prepared node for application use"): wait until it takes statements.
+    case " ${POWERDIAG_IT_MARIADB_OPTIONS:-} " in
+    *" wsrep_on=ON "*)
+        local i
+        for i in $(seq 1 600); do
+            "$CLIENT" --defaults-file="$CNF" --user="$boot_user" --batch \
+                -e "SELECT 1 FROM mysql.user LIMIT 1" >/dev/null 2>&1 && break
+            [ "$i" -lt 600 ] || die "$NAME: the Galera node did not join its cluster within 60 s"
+            sleep 0.1
+        done
+        ;;
+    esac
     if ! "$CLIENT" --defaults-file="$CNF" --user="$boot_user" --batch >"$D/grants.log" 2>&1 <<EOF; then
 CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '$pw';
 ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '$pw';
@@ -293,7 +306,7 @@ cmd_start() {
     set_run_user
     local opt
     for opt in ${POWERDIAG_IT_MARIADB_OPTIONS:-}; do
-        [[ $opt =~ ^[a-z][a-z0-9_-]*(=[A-Za-z0-9_./-]*)?$ ]] ||
+        [[ $opt =~ ^[a-z][a-z0-9_-]*(=[A-Za-z0-9_./:,;=\"-]*)?$ ]] ||
             die "POWERDIAG_IT_MARIADB_OPTIONS: '$opt' is not a name=value server option"
     done
     lock_instance

@@ -17,7 +17,7 @@
 #   2. Stops and disables the system mariadb, prometheus and prometheus-alertmanager services (tests need port 3306 and
 #      /run/mysqld/mysqld.sock free).
 #   3. Rust via rustup, only if cargo is missing.
-#   4. MariaDB 11.8 root: debootstrap --variant=minbase --include=mariadb-server trixie into
+#   4. MariaDB 11.8 root: debootstrap --variant=minbase --include=mariadb-server,galera-4 trixie into
 #      $POWERDIAG_CACHE_DIR/trixie-mariadb (built in a temp dir, renamed when complete), plus the
 #      loader wrappers and the stand-in basedir next to it.
 set -euo pipefail
@@ -282,7 +282,7 @@ build_trixie_root() {
     # Own session, so an interrupt can take down debootstrap and the dpkg it runs in the root.
     # It inherits the setup lock (fd 9) on purpose: if this script is SIGKILLed, the next run
     # waits for the orphaned debootstrap instead of deleting the build dir under it.
-    setsid debootstrap --variant=minbase --include=mariadb-server trixie "$build" "$mirror" \
+    setsid debootstrap --variant=minbase --include=mariadb-server,galera-4 trixie "$build" "$mirror" \
         </dev/null >>"$LOG_DIR/debootstrap.log" 2>&1 &
     DEBOOTSTRAP_PID=$!
     BUILD_DIR=$build

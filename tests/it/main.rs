@@ -26,6 +26,7 @@ mod errors;
 mod escapes;
 mod evicted_stats;
 mod examples;
+mod galera;
 mod label_injection;
 mod layering;
 mod linux_fixtures;

@@ -111,6 +111,32 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             f.status
                 .insert(var.name().into(), (1000 + 17 * i as u64).to_string());
         }
+        // A Galera node that lost one of three nodes, paused by another's flow control.
+        f.variables
+            .insert(powerdiag_rules::Var::WsrepOn.name().into(), "ON".into());
+        f.variables.insert(
+            powerdiag_rules::Var::WsrepDesync.name().into(),
+            "OFF".into(),
+        );
+        f.variables.insert(
+            powerdiag_rules::Var::WsrepSlaveThreads.name().into(),
+            "4".into(),
+        );
+        for (v, value) in [
+            (StatusVar::WsrepClusterStatus, "Primary"),
+            (StatusVar::WsrepLocalStateComment, "Synced"),
+            (StatusVar::WsrepReady, "ON"),
+            (StatusVar::WsrepConnected, "ON"),
+            (StatusVar::WsrepClusterSize, "2"),
+            (StatusVar::WsrepFlowControlPausedNs, "12500000000"),
+            (StatusVar::WsrepFlowControlSent, "0"),
+            (StatusVar::WsrepFlowControlRecv, "622"),
+            (StatusVar::WsrepLocalRecvQueue, "3"),
+            (StatusVar::WsrepLocalSendQueue, "0"),
+            (StatusVar::WsrepCertDepsDistance, "56.0377"),
+        ] {
+            f.status.insert(v.name().into(), value.into());
+        }
         // A semi-sync primary that fell back to asynchronous (PD224).
         f.status.insert(
             StatusVar::RplSemiSyncMasterStatus.name().into(),

@@ -202,6 +202,14 @@ impl Counts<'_> {
             .and_then(|raw| crate::parse_u64(raw))
     }
 
+    /// A gauge with a fraction at the start of the window (`None` without a window).
+    pub fn start_f64(&self, v: StatusVar) -> Option<f64> {
+        self.start
+            .and_then(|s| s.get(v.name()))
+            .and_then(|raw| raw.trim().parse::<f64>().ok())
+            .filter(|x| x.is_finite())
+    }
+
     /// Growth per second over the basis.
     pub fn per_second(&self, v: StatusVar) -> Result<f64, Verdict> {
         Ok(self.get(v)? as f64 / self.seconds().max(1e-3))

@@ -306,6 +306,30 @@ impl MariadbFacts {
         })
     }
 
+    /// A status value as the server wrote it (`ON`, `Primary`, `Synced`), or the verdict
+    /// naming what is missing.
+    pub fn status_str(&self, s: StatusVar) -> Result<&str, Verdict> {
+        self.status
+            .get(s.name())
+            .map(String::as_str)
+            .ok_or_else(|| Verdict::insufficient(format!("status {} was not reported", s.name())))
+    }
+
+    /// A status gauge with a fraction (`wsrep_local_recv_queue_avg` = `0.0740741`).
+    pub fn status_f64(&self, s: StatusVar) -> Result<f64, Verdict> {
+        let raw = self.status_str(s)?;
+        raw.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| {
+                Verdict::insufficient(format!(
+                    "status {} has an unexpected value {raw:?}",
+                    s.name()
+                ))
+            })
+    }
+
     pub fn status_u64(&self, s: StatusVar) -> Result<u64, Verdict> {
         let raw = self.status.get(s.name()).ok_or_else(|| {
             Verdict::insufficient(format!("status {} was not reported", s.name()))

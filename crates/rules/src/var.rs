@@ -90,6 +90,10 @@ named_enum! {
         RplSemiSyncMasterEnabled => "rpl_semi_sync_master_enabled",
         RplSemiSyncMasterTimeout => "rpl_semi_sync_master_timeout",
         RplSemiSyncMasterWaitNoSlave => "rpl_semi_sync_master_wait_no_slave",
+        // Galera (PD225–PD227).
+        WsrepSlaveThreads => "wsrep_slave_threads",
+        WsrepDesync => "wsrep_desync",
+        WsrepClusterAddress => "wsrep_cluster_address",
         KeyBufferSize => "key_buffer_size",
         AriaPagecacheBufferSize => "aria_pagecache_buffer_size",
         // Lock waits (PD217–PD220).
@@ -115,6 +119,7 @@ impl Var {
                 | Var::InnodbPrintAllDeadlocks
                 | Var::RplSemiSyncMasterEnabled
                 | Var::RplSemiSyncMasterWaitNoSlave
+                | Var::WsrepDesync
         )
     }
 }
@@ -204,6 +209,22 @@ named_enum! {
         RplSemiSyncMasterYesTx => "rpl_semi_sync_master_yes_tx",
         RplSemiSyncMasterNoTx => "rpl_semi_sync_master_no_tx",
         RplSemiSyncMasterNoTimes => "rpl_semi_sync_master_no_times",
+        // Galera (PD225–PD227): the node's state now, the cluster's size, flow control (time
+        // paused, messages sent and received) and the queues.
+        WsrepClusterStatus => "wsrep_cluster_status",
+        WsrepClusterSize => "wsrep_cluster_size",
+        WsrepLocalStateComment => "wsrep_local_state_comment",
+        WsrepReady => "wsrep_ready",
+        WsrepConnected => "wsrep_connected",
+        WsrepFlowControlPaused => "wsrep_flow_control_paused",
+        WsrepFlowControlPausedNs => "wsrep_flow_control_paused_ns",
+        WsrepFlowControlSent => "wsrep_flow_control_sent",
+        WsrepFlowControlRecv => "wsrep_flow_control_recv",
+        WsrepLocalRecvQueue => "wsrep_local_recv_queue",
+        WsrepLocalRecvQueueAvg => "wsrep_local_recv_queue_avg",
+        WsrepLocalSendQueue => "wsrep_local_send_queue",
+        WsrepLocalSendQueueAvg => "wsrep_local_send_queue_avg",
+        WsrepCertDepsDistance => "wsrep_cert_deps_distance",
         ComInstallPlugin => "com_install_plugin",
         ComUninstallPlugin => "com_uninstall_plugin",
     }
@@ -231,6 +252,17 @@ impl StatusVar {
                 | StatusVar::InnodbRowLockCurrentWaits
                 | StatusVar::RplSemiSyncMasterStatus
                 | StatusVar::RplSemiSyncMasterClients
+                | StatusVar::WsrepClusterStatus
+                | StatusVar::WsrepClusterSize
+                | StatusVar::WsrepLocalStateComment
+                | StatusVar::WsrepReady
+                | StatusVar::WsrepConnected
+                | StatusVar::WsrepFlowControlPaused
+                | StatusVar::WsrepLocalRecvQueue
+                | StatusVar::WsrepLocalRecvQueueAvg
+                | StatusVar::WsrepLocalSendQueue
+                | StatusVar::WsrepLocalSendQueueAvg
+                | StatusVar::WsrepCertDepsDistance
         )
     }
 }

@@ -450,9 +450,9 @@ fn the_grafana_alert_rules_are_the_prometheus_rules() {
             assert_eq!(r.annotations[k], want, "{} {k}", r.title);
         }
     }
-    // PowerdiagSampleStale's summary and description show the sample's age, and
-    // PowerdiagReplicationLag's summary the lag.
-    assert_eq!(rewritten, 3);
+    // PowerdiagSampleStale's summary and description show the sample's age,
+    // PowerdiagReplicationLag's summary the lag, PowerdiagGaleraNodeLost's the nodes left.
+    assert_eq!(rewritten, 4);
 }
 
 #[test]

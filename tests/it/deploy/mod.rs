@@ -213,6 +213,46 @@ const ABSENT_HERE: &[(&str, &str)] = &[
         "exported only on a replica; the test server is none (tests/it/replication.rs scrapes it from a real replica)",
     ),
     (
+        "powerdiag_mariadb_galera_cluster_size",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_primary",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_synced",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_ready",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_desync",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_flow_control_paused_seconds_total",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_flow_control_sent_total",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_receive_queue",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_applier_threads",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
+        "powerdiag_mariadb_galera_cert_deps_distance",
+        "exported only on a Galera node; the test server is none (tests/it/galera.rs scrapes a real cluster)",
+    ),
+    (
         "powerdiag_mariadb_replication_sql_delay_seconds",
         "exported only on a replica; the test server is none (tests/it/replication.rs scrapes it from a real replica)",
     ),

@@ -106,6 +106,11 @@ fn alerts_name_the_rule_and_say_what_to_do() {
         "PowerdiagReplicationNotRunning",
         "PowerdiagReplicationLag",
         "PowerdiagSemisyncFellBack",
+        "PowerdiagGaleraNotReady",
+        "PowerdiagGaleraOutOfSync",
+        "PowerdiagGaleraNodeLost",
+        "PowerdiagGaleraFlowControl",
+        "PowerdiagGaleraApplyQueue",
     ] {
         assert!(
             names.iter().any(|n| n == wanted),

@@ -112,6 +112,7 @@ const LOCKS: &str = "MariaDB reached, PROCESS (the mariadb_locks collector)";
 const BLOCKING: &str = "while a session blocks others (at most 5 series)";
 const REPLICA: &str = "a replica: per replication connection (REPLICA MONITOR)";
 const REPLICA_LAG: &str = "a replica whose SQL thread runs: per replication connection";
+const GALERA: &str = "a Galera node (wsrep_on = ON)";
 const SWAP: &str = "Linux, /proc/vmstat read";
 const STORAGE: &str = "a server on this host, live: per directory role";
 const STORAGE_INODES: &str =
@@ -266,6 +267,30 @@ catalogue! {
         "Commits on a semi-sync primary: acknowledged=yes by a replica (Rpl_semi_sync_master_yes_tx), no: committed without (_no_tx) (PD224)";
     SEMISYNC_FALLBACKS: Counter "powerdiag_mariadb_semisync_fallbacks_total" [] when DB
         "Rpl_semi_sync_master_no_times: times the primary fell back to asynchronous replication (PD224)";
+    GALERA_CLUSTER_SIZE: Gauge "powerdiag_mariadb_galera_cluster_size" [] when GALERA
+        "wsrep_cluster_size: nodes in this node's component; below its recent maximum a node was lost (PD225)";
+    GALERA_PRIMARY: Gauge "powerdiag_mariadb_galera_primary" [] when GALERA
+        "1 when wsrep_cluster_status = Primary: the node is in the component that takes writes (PD225)";
+    GALERA_SYNCED: Gauge "powerdiag_mariadb_galera_synced" [] when GALERA
+        "1 when wsrep_local_state_comment = Synced (PD225; the mysqld exporter's mysql_global_status_wsrep_local_state = 4)";
+    GALERA_READY: Gauge "powerdiag_mariadb_galera_ready" [] when GALERA
+        "1 when wsrep_ready = ON: the node accepts queries (PD225)";
+    GALERA_DESYNC: Gauge "powerdiag_mariadb_galera_desync" [] when GALERA
+        "1 when wsrep_desync = ON: desynced on purpose (a backup), so not Synced is expected";
+    GALERA_FC_PAUSED: Counter "powerdiag_mariadb_galera_flow_control_paused_seconds_total" [] unit "seconds" when GALERA
+        "wsrep_flow_control_paused_ns: time replication was paused by flow control (PD226)";
+    GALERA_FC_SENT: Counter "powerdiag_mariadb_galera_flow_control_sent_total" [] when GALERA
+        "wsrep_flow_control_sent: flow-control messages this node sent: it could not keep up (PD226)";
+    GALERA_FC_RECV: Counter "powerdiag_mariadb_galera_flow_control_received_total" [] when GALERA
+        "wsrep_flow_control_recv: flow-control messages received, its own included (PD226)";
+    GALERA_RECV_QUEUE: Gauge "powerdiag_mariadb_galera_receive_queue" [] when GALERA
+        "wsrep_local_recv_queue: write sets received and waiting to be applied (PD227)";
+    GALERA_SEND_QUEUE: Gauge "powerdiag_mariadb_galera_send_queue" [] when GALERA
+        "wsrep_local_send_queue: write sets waiting to be sent";
+    GALERA_CERT_DEPS: Gauge "powerdiag_mariadb_galera_cert_deps_distance" [] when GALERA
+        "wsrep_cert_deps_distance: how many write sets could apply in parallel on average (PD227)";
+    GALERA_APPLIERS: Gauge "powerdiag_mariadb_galera_applier_threads" [] when GALERA
+        "wsrep_slave_threads: the node's appliers (PD227)";
     SRV_BINLOG_CACHE_USE: Counter "powerdiag_mariadb_binlog_cache_transactions_total" [] when DB
         "Binlog_cache_use: transactions that used the binary log cache (PD223)";
     SRV_BINLOG_CACHE_DISK_USE: Counter "powerdiag_mariadb_binlog_cache_spills_total" [] when DB

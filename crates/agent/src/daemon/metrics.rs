@@ -413,6 +413,7 @@ fn server_health(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
         replication(b, r);
     }
     semisync(b, f);
+    galera(b, f);
     if let Gathered::Available(t) = &f.transactions {
         b.one(&c::SRV_OPEN_TRANSACTIONS, Some(t.open as f64));
         b.one(
@@ -478,6 +479,47 @@ fn semisync(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
     b.one(
         &c::SEMISYNC_FALLBACKS,
         st(StatusVar::RplSemiSyncMasterNoTimes),
+    );
+}
+
+/// A Galera node's state, flow control and queues (nothing unless `wsrep_on = ON`).
+fn galera(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
+    if !f.var_bool(Var::WsrepOn).unwrap_or(false) {
+        return;
+    }
+    let flag = |on: bool| if on { 1.0 } else { 0.0 };
+    let is = |v: StatusVar, want: &str| {
+        f.status_str(v)
+            .ok()
+            .map(|s| flag(s.eq_ignore_ascii_case(want)))
+    };
+    let num = |v: StatusVar| f.status_f64(v).ok();
+    b.one(&c::GALERA_CLUSTER_SIZE, num(StatusVar::WsrepClusterSize));
+    b.one(
+        &c::GALERA_PRIMARY,
+        is(StatusVar::WsrepClusterStatus, "Primary"),
+    );
+    b.one(
+        &c::GALERA_SYNCED,
+        is(StatusVar::WsrepLocalStateComment, "Synced"),
+    );
+    b.one(&c::GALERA_READY, is(StatusVar::WsrepReady, "ON"));
+    b.one(
+        &c::GALERA_DESYNC,
+        f.var_bool(Var::WsrepDesync).ok().map(flag),
+    );
+    b.one(
+        &c::GALERA_FC_PAUSED,
+        num(StatusVar::WsrepFlowControlPausedNs).map(|ns| ns / 1e9),
+    );
+    b.one(&c::GALERA_FC_SENT, num(StatusVar::WsrepFlowControlSent));
+    b.one(&c::GALERA_FC_RECV, num(StatusVar::WsrepFlowControlRecv));
+    b.one(&c::GALERA_RECV_QUEUE, num(StatusVar::WsrepLocalRecvQueue));
+    b.one(&c::GALERA_SEND_QUEUE, num(StatusVar::WsrepLocalSendQueue));
+    b.one(&c::GALERA_CERT_DEPS, num(StatusVar::WsrepCertDepsDistance));
+    b.one(
+        &c::GALERA_APPLIERS,
+        f.var_u64(Var::WsrepSlaveThreads).ok().map(|t| t as f64),
     );
 }
 

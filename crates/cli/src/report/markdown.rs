@@ -43,6 +43,9 @@ pub(crate) fn render(
             for l in super::replication::lines(f) {
                 let _ = writeln!(o, "- Replication: {}", md_cell(&l));
             }
+            if let Some(l) = super::replication::galera_line(f) {
+                let _ = writeln!(o, "- Galera: {}", md_cell(&l));
+            }
         }
         (None, Some(e)) => {
             let _ = writeln!(

@@ -1,5 +1,6 @@
-//! The report's replication lines: each connection of a replica, one line each, for the text
-//! and Markdown headers (the JSON report has the facts in its snapshot).
+//! The report's replication and Galera lines: each connection of a replica, one line each, and a
+//! Galera node's state, for the text and Markdown headers (the JSON report has the facts in its
+//! snapshot).
 
 use powerdiag_rules::{Gathered, MariadbFacts, ReplicaConnection, display_text};
 
@@ -12,6 +13,35 @@ pub(crate) fn lines(f: &MariadbFacts) -> Vec<String> {
         Gathered::Available(r) => r.connections.iter().map(line).collect(),
         Gathered::Unavailable(why) => vec![format!("unavailable ({})", display_text(why, 300))],
     }
+}
+
+/// The Galera line of a node (`wsrep_on = ON`): its state, the cluster's size, flow control
+/// and the receive queue; none elsewhere.
+pub(crate) fn galera_line(f: &MariadbFacts) -> Option<String> {
+    use powerdiag_rules::{StatusVar, Var};
+    if !f.var_bool(Var::WsrepOn).unwrap_or(false) {
+        return None;
+    }
+    let st = |v: StatusVar| display_text(f.status_str(v).unwrap_or("?"), 32);
+    let mut out = format!(
+        "{}, {}, ready {}, cluster of {}; receive queue {}, flow control sent {} received {}",
+        st(StatusVar::WsrepClusterStatus),
+        st(StatusVar::WsrepLocalStateComment),
+        st(StatusVar::WsrepReady),
+        st(StatusVar::WsrepClusterSize),
+        st(StatusVar::WsrepLocalRecvQueue),
+        st(StatusVar::WsrepFlowControlSent),
+        st(StatusVar::WsrepFlowControlRecv),
+    );
+    if let Ok(c) = f.window_counts()
+        && let Ok(ns) = c.get(StatusVar::WsrepFlowControlPausedNs)
+    {
+        out.push_str(&format!(
+            ", paused {:.1}% of the window",
+            100.0 * (ns as f64 / 1e9 / c.seconds()).min(1.0)
+        ));
+    }
+    Some(out)
 }
 
 fn line(c: &ReplicaConnection) -> String {

@@ -436,6 +436,9 @@ fn mariadb(o: &mut String, s: &Snapshot) {
             for l in super::replication::lines(f) {
                 let _ = writeln!(o, "  replication: {l}");
             }
+            if let Some(l) = super::replication::galera_line(f) {
+                let _ = writeln!(o, "  galera: {l}");
+            }
             for n in &f.notes {
                 let _ = writeln!(o, "  {} {}", "note:".yellow(), esc(n));
             }

@@ -7,6 +7,7 @@ pub(crate) mod digest_text;
 #[cfg(test)]
 mod examples;
 mod fix;
+mod galera;
 mod lpar;
 mod memory;
 mod mhnsw;
@@ -63,6 +64,9 @@ rules! {
     pd222_replication_lag::ReplicationLag,
     pd223_binlog_cache_spills::BinlogCacheSpills,
     pd224_semisync_fell_back::SemisyncFellBack,
+    pd225_galera_node_not_ready::GaleraNodeNotReady,
+    pd226_galera_flow_control::GaleraFlowControl,
+    pd227_galera_apply_queue::GaleraApplyQueue,
     pd301_small_pages_aix::SmallPagesAix,
     pd302_small_pages_linux::SmallPagesLinux,
     pd303_tlb_miss_rate_high::TlbMissRateHigh,

@@ -1,0 +1,272 @@
+//! Galera (issue 34, PD225–PD227) on a real three-node cluster of MariaDB 11.8 (`gal1`..`gal3`,
+//! started by tests/run.sh through tests/harness/galera.sh, owned by this file): healthy → all
+//! pass on every node; gal3 held to 2% of a CPU (tests/harness/cpu-cgroup.sh) while gal1 writes
+//! → gal3's receive queue stays long (PD227) and it sends flow control, which pauses gal1
+//! (PD226 on gal1: "another node sends them", on gal3: "this node sent"); the CPU limit lifted
+//! → cleared on gal1's agent within two samples; gal3 killed → gal1's agent fails PD225 (the
+//! cluster down from 3 nodes); gal3 restarted (it rejoins by IST) → cleared.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mysql_async::{Conn, prelude::Queryable};
+use serde_json::Value;
+
+use crate::support::*;
+use crate::watcher::{Watcher, conn, exec, explain};
+
+const CGROUP: &str = "gal3";
+
+/// doctor with a 2 s window (PD226 measures the time paused over it).
+fn doctor(server: &Server) -> Value {
+    doctor_json(
+        &server.root_url(),
+        &[
+            "--sample-window",
+            "2s",
+            "--no-probe",
+            "--statements",
+            "0",
+            "--timeout",
+            "20s",
+        ],
+    )
+    .json()
+}
+
+async fn global_status(c: &mut Conn, name: &str) -> u64 {
+    let v: Option<(String, String)> = c
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .await
+        .unwrap();
+    v.and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("status {name}"))
+}
+
+/// Single-row updates of a table without a key on gal1 (each a full scan wherever it is
+/// applied), until dropped.
+struct Writes {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Writes {
+    fn start(server: &Server) -> Writes {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let opts = crate::watcher::opts(server);
+        let thread = std::thread::spawn(move || {
+            block_on(async {
+                let mut c = Conn::new(opts).await.unwrap();
+                let mut i = 0u64;
+                while !flag.load(Ordering::Relaxed) {
+                    i += 1;
+                    c.query_drop(format!(
+                        "UPDATE pd_galera.nk SET b = b + 1 WHERE a = {}",
+                        4900 + i % 100
+                    ))
+                    .await
+                    .unwrap();
+                }
+            })
+        });
+        Writes {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Writes {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Leaves the CPU-limited cgroup when the test ends, however it ends.
+struct Cgroup;
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/harness/cpu-cgroup.sh"),
+        )
+        .args(["leave", CGROUP])
+        .status();
+    }
+}
+
+#[test]
+fn a_galera_cluster_healthy_throttled_and_losing_a_node() {
+    let nodes = [
+        Server::get("gal1"),
+        Server::get("gal2"),
+        Server::get("gal3"),
+    ];
+    let [g1, _, g3] = &nodes;
+
+    // Healthy: every node Primary, Synced, ready, in a cluster of 3.
+    block_on(async {
+        exec(
+            &mut conn(g1).await,
+            &[
+                "DROP DATABASE IF EXISTS pd_galera",
+                "CREATE DATABASE pd_galera",
+                "CREATE TABLE pd_galera.nk (a INT, b INT) ENGINE=InnoDB",
+                "INSERT INTO pd_galera.nk SELECT seq, seq FROM pd_galera.seq_1_to_5000",
+            ],
+        )
+        .await
+    });
+    for n in &nodes {
+        let report = doctor(n);
+        let text = explain(&report, &["PD225", "PD226", "PD227"]);
+        let pd225 = check(&report, "PD225");
+        assert_eq!(pd225["status"], "pass", "{text}");
+        assert_eq!(
+            pd225["summary"], "the node is Primary, Synced and ready in a cluster of 3",
+            "{text}"
+        );
+        assert_eq!(status(&report, "PD226"), "pass", "{text}");
+        assert_eq!(status(&report, "PD227"), "pass", "{text}");
+    }
+    assert_eq!(
+        status(&doctor(&Server::get("m118")), "PD225"),
+        "not_applicable"
+    );
+    let out = run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", g1.root_url())
+        .args([
+            "doctor",
+            "--no-probe",
+            "--statements",
+            "0",
+            "--color",
+            "never",
+        ]));
+    assert!(
+        out.stdout
+            .contains("  galera: Primary, Synced, ready ON, cluster of 3; receive queue "),
+        "{}",
+        out.stdout
+    );
+
+    // gal3 held to 2% of a CPU while gal1 writes: its queue grows and it sends flow control.
+    let watcher = Watcher::start(g1);
+    watcher.until(&["PD225", "PD226"], "pass", Duration::from_secs(30));
+    let cgroup = Cgroup;
+    harness_script("cpu-cgroup.sh", &["enter", CGROUP, &g3.pid().to_string()]);
+    harness_script("cpu-cgroup.sh", &["quota", CGROUP, "2"]);
+    let writes = Writes::start(g1);
+    block_on(async {
+        let mut c = conn(g1).await;
+        let t0 = std::time::Instant::now();
+        while global_status(&mut c, "wsrep_flow_control_recv").await == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "no flow control within 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    let (verdicts, body) = watcher.until(&["PD226"], "fail", Duration::from_secs(60));
+    let paused: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix("powerdiag_mariadb_galera_flow_control_paused_seconds_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no flow-control time in {body}"));
+    assert!(paused > 0.0, "{body}");
+    assert!(body.contains("powerdiag_mariadb_galera_synced 1"), "{body}");
+    let report = watcher.report();
+    let pd226 = check(&report, "PD226");
+    assert!(
+        pd226["summary"]
+            .as_str()
+            .unwrap()
+            .contains("this node sent none and received"),
+        "{verdicts:?} {}",
+        explain(&report, &["PD226"])
+    );
+    // gal3's queue stays long across doctor's window once flow control holds it near
+    // gcs.fc_limit (before, it is still growing, or a burst).
+    let t0 = std::time::Instant::now();
+    let report = loop {
+        let report = doctor(g3);
+        if status(&report, "PD227") == "fail" || t0.elapsed() > Duration::from_secs(60) {
+            break report;
+        }
+    };
+    let text = explain(&report, &["PD226", "PD227"]);
+    let pd227 = check(&report, "PD227");
+    assert_eq!(pd227["status"], "fail", "{text}");
+    assert!(
+        check(&report, "PD226")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("this node sent "),
+        "{text}"
+    );
+    assert!(
+        pd227["summary"]
+            .as_str()
+            .unwrap()
+            .contains("write sets wait to be applied, and at least 16 at every read"),
+        "{text}"
+    );
+    assert!(
+        pd227["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("a CPU limit on it"),
+        "{text}"
+    );
+    // The fix the finding names: the node's CPU. Lifting the limit clears gal1's flow control
+    // within two samples while the writes go on.
+    drop(cgroup);
+    watcher
+        .after_fix(&["PD226"], Duration::from_secs(4))
+        .assert_cleared();
+    drop(writes);
+    block_on(async {
+        let mut c = conn(g3).await;
+        let t0 = std::time::Instant::now();
+        while global_status(&mut c, "wsrep_local_recv_queue").await > 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(120),
+                "gal3 did not catch up"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    assert_eq!(status(&doctor(g3), "PD227"), "pass");
+
+    // gal3 killed: the cluster is down to 2 nodes on the survivors' agent; restarted, it
+    // rejoins by IST and the finding clears.
+    harness_script("galera.sh", &["kill", "3"]);
+    let (_, body) = watcher.until(&["PD225"], "fail", Duration::from_secs(60));
+    let report = watcher.report();
+    let pd225 = check(&report, "PD225");
+    assert!(
+        pd225["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("the cluster has 2 node(s), down from 3 "),
+        "{}",
+        explain(&report, &["PD225"])
+    );
+    assert!(
+        body.contains("powerdiag_mariadb_galera_cluster_size 2"),
+        "{body}"
+    );
+    harness_script("galera.sh", &["node", "3"]);
+    watcher
+        .after_fix(&["PD225"], Duration::from_secs(4))
+        .assert_cleared();
+    drop(watcher);
+    assert_eq!(status(&doctor(g3), "PD225"), "pass");
+}
