@@ -35,7 +35,8 @@
 # fixes a schema on them), rp118 = +30 → rr118 = +31 and rp1011 = +32 → rr1011 = +33 (GTID
 # primaries and their replicas: tests/it/replication.rs), gal1..gal3 = +34..+36 with their group
 # communication on +37..+39 and IST on +40..+42 (a Galera cluster: tests/harness/galera.sh,
-# tests/it/galera.rs); the packaged agent = +9),
+# tests/it/galera.rs), ms118 = +43 (a second primary of rr118: multi-source); the packaged agent
+# = +9),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
 
@@ -120,7 +121,7 @@ if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; t
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
-SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29 rp118:30 rr118:31 rp1011:32 rr1011:33 gal1:34 gal2:35 gal3:36)
+SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29 rp118:30 rr118:31 rp1011:32 rr1011:33 gal1:34 gal2:35 gal3:36 ms118:43)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 busy=()
 for sp in "${SERVER_PORTS[@]}"; do
@@ -137,11 +138,11 @@ for off in 37 38 39 40 41 42; do
     if port_in_use $((base + off)); then busy+=("$((base + off)) (Galera group communication/IST)"); fi
 done
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+42; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+43; default 33100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"
-SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118 jrn118 schema118 schema1011 rp118 rr118 rp1011 rr1011)
+SERVERS=(m118 m1011 hang scale evict stmt118 stmt1011 tiny pitmem pitsql tls tlsname nofa118 nofa1011 lock118 lock1011 sat118 jrn118 schema118 schema1011 rp118 rr118 rp1011 rr1011 ms118)
 cleanup() {
     local rc=$?
     step "stopping test servers"
@@ -224,6 +225,9 @@ POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=1 binlog_format=ROW"
 POWERDIAG_IT_MARIADB_OPTIONS="server_id=2" start_server rr118 11.8 31
 POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=1 binlog_format=ROW" start_server rp1011 10.11 32
 POWERDIAG_IT_MARIADB_OPTIONS="server_id=2" start_server rr1011 10.11 33
+# ms118: a second GTID primary (domain 3) for rr118's second replication connection
+# (multi-source, tests/it/replication.rs).
+POWERDIAG_IT_MARIADB_OPTIONS="log_bin=mariadb-bin server_id=3 gtid_domain_id=3 binlog_format=ROW" start_server ms118 11.8 43
 # gal1..gal3: a three-node Galera cluster of 11.8 (its nodes start one after the other),
 # owned by tests/it/galera.rs, which kills, restarts and CPU-limits its nodes.
 "$HERE/harness/galera.sh" start $((base + 34)) >"$POWERDIAG_IT_DIR/galera.start.log" 2>&1 &

@@ -8,7 +8,9 @@
 //! the replica's row made what the primary's was plus `START REPLICA` → pass. An agent on the
 //! primary (no replication connection) sends `SHOW ALL REPLICAS STATUS` once, not per sample;
 //! there, with a 4 KiB binary log cache, transactions of 8 KiB rows fail PD223
-//! binlog-cache-spills, and the cache it prints clears it within two samples.
+//! binlog-cache-spills, and the cache it prints clears it within two samples. PD222 (lag and
+//! its cause), PD224 (semi-sync) and multi-source (a second named connection) follow, each
+//! described at its function.
 
 use std::time::{Duration, Instant};
 
@@ -87,7 +89,7 @@ async fn com_show_slave_status(c: &mut Conn) -> u64 {
     v.expect("Com_show_slave_status").1
 }
 
-fn scenario(primary: &str, replica: &str) {
+fn scenario(primary: &str, replica: &str, second: Option<&str>) {
     let p = Server::get(primary);
     let r = Server::get(replica);
     block_on(async {
@@ -157,6 +159,13 @@ fn scenario(primary: &str, replica: &str) {
     );
     assert!(text.contains(&line), "{text}");
     assert_eq!(status(&doctor(&p), "PD221"), "not_applicable");
+    let text = doctor_text(&p);
+    assert!(
+        text.contains(
+            "  replication: primary: 1 replica(s) connected (Slaves_connected), binlog_format ROW"
+        ),
+        "{text}"
+    );
     // diff names the role: the primary is no replica, the replica copies from it.
     let dir = tempfile::tempdir().unwrap();
     let (pa, ra) = (
@@ -176,7 +185,10 @@ fn scenario(primary: &str, replica: &str) {
         .iter()
         .find(|x| x["topic"] == "replication role")
         .unwrap_or_else(|| panic!("{d:#}"));
-    assert_eq!(role["a"], "not a replica", "{role:#}");
+    assert_eq!(
+        role["a"], "not a replica; primary of 1 replica(s)",
+        "{role:#}"
+    );
     assert_eq!(
         role["b"],
         format!(
@@ -302,11 +314,18 @@ fn scenario(primary: &str, replica: &str) {
 
     lag(&p, &r);
     semisync(&p, &r);
+    if let Some(second) = second {
+        multi_source(&Server::get(second), &r);
+    }
 
     // No replication connection: an agent sends SHOW ALL REPLICAS STATUS at its first sample
     // only (the status read's Com_change_master/Com_start_slave say nothing changed).
     let watcher = Watcher::start(&p);
-    watcher.until(&["PD221"], "not_applicable", Duration::from_secs(30));
+    let (_, body) = watcher.until(&["PD221"], "not_applicable", Duration::from_secs(30));
+    assert!(
+        body.contains("powerdiag_mariadb_replicas_connected 1"),
+        "{body}"
+    );
     let before = block_on(async { com_show_slave_status(&mut conn(&p).await).await });
     std::thread::sleep(crate::watcher::INTERVAL * 3);
     let after = block_on(async { com_show_slave_status(&mut conn(&p).await).await });
@@ -521,6 +540,119 @@ fn lag(p: &Server, r: &Server) {
     assert_eq!(pd222["status"], "pass", "{pd222:#}");
 }
 
+/// Multi-source (the 11.8 replica): a second named connection, `second`, from `ms118`, a
+/// primary of its own (GTID domain 3, tests/run.sh), beside the default one. Both are reported
+/// apart; `second` stopped → PD221 names it alone, with its own `START REPLICA 'second'`,
+/// which clears it (doctor and an agent); the metrics carry `connection="second"`.
+fn multi_source(p: &Server, r: &Server) {
+    block_on(async {
+        // The second primary's domain (3) starts where it is now on the replica, whatever an
+        // earlier run left there.
+        let mut pc = conn(p).await;
+        exec(&mut pc, &["DROP DATABASE IF EXISTS pd_ms"]).await;
+        let p3: String = pc
+            .query_first("SELECT @@gtid_binlog_pos")
+            .await
+            .unwrap()
+            .unwrap();
+        let mut rc = conn(r).await;
+        exec(
+            &mut rc,
+            &["STOP ALL REPLICAS", "DROP DATABASE IF EXISTS pd_ms"],
+        )
+        .await;
+        let here: String = rc
+            .query_first("SELECT @@gtid_slave_pos")
+            .await
+            .unwrap()
+            .unwrap();
+        let pos: Vec<&str> = here
+            .split(',')
+            .filter(|g| !g.is_empty() && !g.starts_with("3-"))
+            .chain(p3.split(',').filter(|g| !g.is_empty()))
+            .collect();
+        exec(
+            &mut rc,
+            &[
+                &format!("SET GLOBAL gtid_slave_pos = '{}'", pos.join(",")),
+                &format!(
+                    "CHANGE MASTER 'second' TO master_host = '127.0.0.1', master_port = {}, master_user = 'root', master_password = '{}', master_use_gtid = slave_pos",
+                    p.port,
+                    Server::root_password()
+                ),
+                "START ALL REPLICAS",
+            ],
+        )
+        .await;
+        exec(
+            &mut pc,
+            &[
+                "CREATE DATABASE pd_ms",
+                "CREATE TABLE pd_ms.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+                "INSERT INTO pd_ms.t VALUES (1)",
+            ],
+        )
+        .await;
+        let mut rc = conn(r).await;
+        wait_for("both connections running", async || {
+            let rows: Vec<mysql_async::Row> = rc.query("SHOW ALL REPLICAS STATUS").await.unwrap();
+            rows.len() == 2
+                && rows.iter().all(|row| {
+                    row.get::<String, &str>("Slave_SQL_Running").as_deref() == Some("Yes")
+                        && row.get::<String, &str>("Slave_IO_Running").as_deref() == Some("Yes")
+                })
+        })
+        .await;
+    });
+    let report = doctor(r);
+    let pd221 = check(&report, "PD221");
+    assert_eq!(
+        pd221["summary"], "2 replication connections running (IO and SQL threads)",
+        "{pd221:#}"
+    );
+    let text = doctor_text(r);
+    let line = format!(
+        "  replication: connection 'second' from 127.0.0.1:{}: IO Yes, SQL Yes",
+        p.port
+    );
+    assert!(text.contains(&line), "{text}");
+    assert!(
+        text.contains("  replication: the default connection from 127.0.0.1:"),
+        "{text}"
+    );
+    let watcher = Watcher::start(r);
+    watcher.until(&["PD221"], "pass", Duration::from_secs(30));
+    block_on(async { exec(&mut conn(r).await, &["STOP REPLICA 'second'"]).await });
+    let report = doctor(r);
+    let pd221 = check(&report, "PD221");
+    assert_eq!(
+        pd221["summary"],
+        "replication stopped on connection 'second': both threads are stopped (1 of 2 connections stopped)",
+        "{pd221:#}"
+    );
+    let fix = pd221["remediation"].as_str().unwrap();
+    assert!(fix.contains("`START REPLICA 'second';`"), "{fix}");
+    let (_, body) = watcher.until(&["PD221"], "fail", Duration::from_secs(30));
+    for (conn_name, thread, v) in [("second", "sql", 0), ("second", "io", 0), ("", "sql", 1)] {
+        let series = format!(
+            "powerdiag_mariadb_replication_thread_running{{connection=\"{conn_name}\",thread=\"{thread}\"}} {v}"
+        );
+        assert!(body.contains(&series), "{series} in {body}");
+    }
+    block_on(async { exec(&mut conn(r).await, &["START REPLICA 'second'"]).await });
+    watcher
+        .after_fix(&["PD221"], Duration::from_secs(4))
+        .assert_cleared();
+    drop(watcher);
+    block_on(async {
+        exec(
+            &mut conn(r).await,
+            &["STOP REPLICA 'second'", "RESET REPLICA 'second' ALL"],
+        )
+        .await
+    });
+}
+
 async fn global_status(c: &mut Conn, name: &str) -> String {
     let v: Option<(String, String)> = c
         .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
@@ -657,10 +789,10 @@ impl Drop for Load {
 
 #[test]
 fn a_118_replica_stops_and_restarts() {
-    scenario("rp118", "rr118");
+    scenario("rp118", "rr118", Some("ms118"));
 }
 
 #[test]
 fn a_1011_replica_stops_and_restarts() {
-    scenario("rp1011", "rr1011");
+    scenario("rp1011", "rr1011", None);
 }

@@ -104,6 +104,8 @@ fn with_agent_facts(mut s: Snapshot) -> Snapshot {
             StatusVar::RplSemiSyncMasterYesTx,
             StatusVar::RplSemiSyncMasterNoTx,
             StatusVar::RplSemiSyncMasterNoTimes,
+            StatusVar::SlavesConnected,
+            StatusVar::SlaveRetriedTransactions,
         ]
         .into_iter()
         .enumerate()

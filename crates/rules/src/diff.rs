@@ -647,6 +647,11 @@ const VARIABLES: &[(Var, &[&RuleMeta])] = &[
     (Var::LogBin, &[]),
     (Var::BinlogFormat, &[]),
     (Var::BinlogCacheSize, &[]),
+    (Var::SlaveParallelThreads, &[]),
+    (Var::RplSemiSyncMasterEnabled, &[]),
+    // A Galera node certifies every write with the cluster and applies the others'.
+    (Var::WsrepOn, &[]),
+    (Var::WsrepSlaveThreads, &[]),
 ];
 
 /// Any differing server setting: no measurement of its own, ranked just above equal.
@@ -671,7 +676,17 @@ fn variables(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
 /// The replication role: a replica applies every write of its primary besides its own reads.
 fn replication(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
     let role = |s: &Snapshot| match s.db().ok().map(|f| &f.replication) {
-        Some(Gathered::Available(r)) if r.connections.is_empty() => "not a replica".to_owned(),
+        Some(Gathered::Available(r)) if r.connections.is_empty() => {
+            // A primary says how many replicas it feeds (Slaves_connected).
+            match s
+                .db()
+                .ok()
+                .and_then(|f| f.status_u64(crate::StatusVar::SlavesConnected).ok())
+            {
+                Some(n) if n > 0 => format!("not a replica; primary of {n} replica(s)"),
+                _ => "not a replica".to_owned(),
+            }
+        }
         Some(Gathered::Available(r)) => {
             let each: Vec<String> = r
                 .connections
@@ -697,6 +712,30 @@ fn replication(a: &Snapshot, b: &Snapshot, d: &mut Vec<Difference>) {
         d,
         "replication role",
         (role(a), role(b)),
+        &SERVER_SETTING,
+        &[],
+    );
+    // The Galera role: a node of a cluster of N in its state, or none.
+    let galera = |s: &Snapshot| match s.db().ok() {
+        Some(f) if f.var_bool(Var::WsrepOn) == Ok(true) => format!(
+            "node of a cluster of {} ({}, {})",
+            f.status_str(crate::StatusVar::WsrepClusterSize)
+                .map(|v| crate::display_text(v, 8))
+                .unwrap_or_else(|_| unknown()),
+            f.status_str(crate::StatusVar::WsrepClusterStatus)
+                .map(|v| crate::display_text(v, 24))
+                .unwrap_or_else(|_| unknown()),
+            f.status_str(crate::StatusVar::WsrepLocalStateComment)
+                .map(|v| crate::display_text(v, 24))
+                .unwrap_or_else(|_| unknown()),
+        ),
+        Some(f) if f.var_bool(Var::WsrepOn) == Ok(false) => "not a Galera node".to_owned(),
+        _ => unknown(),
+    };
+    push_impact(
+        d,
+        "Galera role",
+        (galera(a), galera(b)),
         &SERVER_SETTING,
         &[],
     );
@@ -858,6 +897,36 @@ mod tests {
                 .iter()
                 .any(|n| n == "replication role not compared: A not a replica, B unknown"),
             "{d:#?}"
+        );
+    }
+
+    /// Issue 34: a Galera node beside a standalone server.
+    #[test]
+    fn the_galera_role_is_compared() {
+        use crate::StatusVar;
+        let alone = SnapshotBuilder::new()
+            .mariadb("11.8.3-MariaDB")
+            .var(Var::WsrepOn, "OFF")
+            .build();
+        let node = SnapshotBuilder::new()
+            .mariadb("11.8.3-MariaDB")
+            .var(Var::WsrepOn, "ON")
+            .status(StatusVar::WsrepClusterSize, "3")
+            .status(StatusVar::WsrepClusterStatus, "Primary")
+            .status(StatusVar::WsrepLocalStateComment, "Synced")
+            .build();
+        let d = diff(&alone, &node);
+        let role = d
+            .differences
+            .iter()
+            .find(|x| x.topic == "Galera role")
+            .unwrap_or_else(|| panic!("{d:#?}"));
+        assert_eq!(
+            (role.a.as_str(), role.b.as_str()),
+            (
+                "not a Galera node",
+                "node of a cluster of 3 (Primary, Synced)"
+            )
         );
     }
 

@@ -209,6 +209,12 @@ named_enum! {
         RplSemiSyncMasterYesTx => "rpl_semi_sync_master_yes_tx",
         RplSemiSyncMasterNoTx => "rpl_semi_sync_master_no_tx",
         RplSemiSyncMasterNoTimes => "rpl_semi_sync_master_no_times",
+        // Replication on either side: the replicas connected to this primary, the replica's
+        // running connections, its retried transactions and skipped errors.
+        SlavesConnected => "slaves_connected",
+        SlavesRunning => "slaves_running",
+        SlaveRetriedTransactions => "slave_retried_transactions",
+        SlaveSkippedErrors => "slave_skipped_errors",
         // Galera (PD225–PD227): the node's state now, the cluster's size, flow control (time
         // paused, messages sent and received) and the queues.
         WsrepClusterStatus => "wsrep_cluster_status",
@@ -252,6 +258,8 @@ impl StatusVar {
                 | StatusVar::InnodbRowLockCurrentWaits
                 | StatusVar::RplSemiSyncMasterStatus
                 | StatusVar::RplSemiSyncMasterClients
+                | StatusVar::SlavesConnected
+                | StatusVar::SlavesRunning
                 | StatusVar::WsrepClusterStatus
                 | StatusVar::WsrepClusterSize
                 | StatusVar::WsrepLocalStateComment

@@ -257,6 +257,10 @@ catalogue! {
         "Seconds_Behind_Master: how far the applied events' timestamps trail the replica's clock; 0 while the IO thread is behind, absent while the SQL thread is stopped";
     REPLICATION_SQL_DELAY: Gauge "powerdiag_mariadb_replication_sql_delay_seconds" ["connection"] unit "seconds" when REPLICA
         "SQL_Delay: the delay the replication connection keeps by design (MASTER_DELAY); lag less this is what PD222 judges (the mysqld exporter's mysql_slave_status_sql_delay)";
+    REPLICAS_CONNECTED: Gauge "powerdiag_mariadb_replicas_connected" [] when DB
+        "Slaves_connected: replicas connected to this server as their primary";
+    REPLICATION_RETRIED: Counter "powerdiag_mariadb_replication_retried_transactions_total" [] when DB
+        "Slave_retried_transactions: transactions a replica's applier retried (a lock wait timeout or deadlock on the replica)";
     SEMISYNC_ENABLED: Gauge "powerdiag_mariadb_semisync_primary_enabled" [] when DB
         "1 when rpl_semi_sync_master_enabled = ON: commits wait for a replica's acknowledgement (PD224)";
     SEMISYNC_RUNNING: Gauge "powerdiag_mariadb_semisync_primary_running" [] when DB

@@ -467,6 +467,11 @@ fn semisync(b: &mut Builder, f: &powerdiag_rules::MariadbFacts) {
         &c::SEMISYNC_CLIENTS,
         st(StatusVar::RplSemiSyncMasterClients),
     );
+    b.one(&c::REPLICAS_CONNECTED, st(StatusVar::SlavesConnected));
+    b.one(
+        &c::REPLICATION_RETRIED,
+        st(StatusVar::SlaveRetriedTransactions),
+    );
     b.add(
         &c::SEMISYNC_TRANSACTIONS,
         [

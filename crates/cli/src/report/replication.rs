@@ -7,12 +7,23 @@ use powerdiag_rules::{Gathered, MariadbFacts, ReplicaConnection, display_text};
 /// Characters of a last error shown on the line (the finding has all of it).
 const ERROR_CHARS: usize = 120;
 
-/// One line per replication connection, escaped; none on a server that is not a replica.
+/// One line per replication connection, escaped, and on a server writing a binary log the
+/// replicas connected to it; none on a standalone server.
 pub(crate) fn lines(f: &MariadbFacts) -> Vec<String> {
-    match &f.replication {
+    use powerdiag_rules::{StatusVar, Var};
+    let mut out: Vec<String> = match &f.replication {
         Gathered::Available(r) => r.connections.iter().map(line).collect(),
         Gathered::Unavailable(why) => vec![format!("unavailable ({})", display_text(why, 300))],
+    };
+    if f.var_bool(Var::LogBin).unwrap_or(false)
+        && let Ok(n) = f.status_u64(StatusVar::SlavesConnected)
+    {
+        out.push(format!(
+            "primary: {n} replica(s) connected (Slaves_connected), binlog_format {}",
+            display_text(f.var(Var::BinlogFormat).unwrap_or("unknown"), 16)
+        ));
     }
+    out
 }
 
 /// The Galera line of a node (`wsrep_on = ON`): its state, the cluster's size, flow control

@@ -220,9 +220,10 @@ impl Rule for ReplicationStopped {
                 display_text(&first.last_sql_error, SUMMARY_ERROR_CHARS)
             ),
         };
-        let more = match down.len() {
-            1 => String::new(),
-            n => format!(" ({n} of {} connections stopped)", r.connections.len()),
+        // On a multi-source replica, how many of its connections stopped.
+        let more = match (down.len(), r.connections.len()) {
+            (_, 1) => String::new(),
+            (n, all) => format!(" ({n} of {all} connections stopped)"),
         };
         Ok(Verdict::fail(format!(
             "replication stopped on {}: {why}{error}{more}",
@@ -277,7 +278,7 @@ pub(crate) mod tests {
             .build();
         let v = verdict(&ReplicationStopped, &s);
         assert_eq!(v.status, Status::Fail);
-        assert!(v.summary.contains("connection 'eu': both threads are stopped"), "{}", v.summary);
+        assert!(v.summary.ends_with("connection 'eu': both threads are stopped (1 of 2 connections stopped)"), "{}", v.summary);
         assert!(!v.summary.contains("'us'"));
         assert!(v.remediation.unwrap().contains("START REPLICA 'eu';"));
     }
