@@ -164,7 +164,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-step "starting MariaDB 11.8 (fourteen) and 10.11 (ten) under $POWERDIAG_IT_DIR"
+step "starting MariaDB 11.8 (fifteen, and a three-node Galera cluster) and 10.11 (ten) under $POWERDIAG_IT_DIR"
 start_server() { # NAME FLAVOUR OFFSET [WRAPPER...]: in the background, output to $POWERDIAG_IT_DIR/NAME.start.log
     "${@:4}" "$HERE/harness/mariadb.sh" start "$1" "$2" $((base + $3)) >"$POWERDIAG_IT_DIR/$1.start.log" 2>&1 &
     START_PIDS+=("$!:$1")
