@@ -34,8 +34,8 @@
 # tests/it/error_log.rs), schema118 = +28 and schema1011 = +29 (tests/it/schema.rs builds and
 # fixes a schema on them), rp118 = +30 → rr118 = +31 and rp1011 = +32 → rr1011 = +33 (GTID
 # primaries and their replicas: tests/it/replication.rs), gal1..gal3 = +34..+36 with their group
-# communication on +37..+39 and IST on +40..+42 (a Galera cluster: tests/harness/galera.sh,
-# tests/it/galera.rs), ms118 = +43 (a second primary of rr118: multi-source); the packaged agent
+# communication on +37..+39, IST on +40..+42 and SST on +44..+46 (a Galera cluster:
+# tests/harness/galera.sh, tests/it/galera.rs), ms118 = +43 (a second primary of rr118: multi-source); the packaged agent
 # = +9),
 # POWERDIAG_IT_KEEP=1 keeps the servers' directory for post-mortems.
 set -euo pipefail
@@ -132,10 +132,10 @@ for sp in "${SERVER_PORTS[@]}"; do
     fi
 done
 # The agent installed from the .deb (tests/package.sh) listens on base + 9; the Galera nodes'
-# group communication and IST on base + 37..42.
+# group communication, IST and SST receivers on base + 37..42 and 44..46.
 if port_in_use $((base + 9)); then busy+=("$((base + 9)) (packaged agent)"); fi
-for off in 37 38 39 40 41 42; do
-    if port_in_use $((base + off)); then busy+=("$((base + off)) (Galera group communication/IST)"); fi
+for off in 37 38 39 40 41 42 44 45 46; do
+    if port_in_use $((base + off)); then busy+=("$((base + off)) (Galera group communication/IST/SST)"); fi
 done
 [ "${#busy[@]}" -eq 0 ] ||
     fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+43; default 33100)"

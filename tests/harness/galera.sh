@@ -5,17 +5,21 @@
 # mariadb-server pulls in) and tests/harness/mariadb.sh's instances gal1, gal2 and gal3.
 #
 #   tests/harness/galera.sh start BASE   the cluster: SQL ports BASE, BASE+1, BASE+2; group
-#                                        communication BASE+3..BASE+5; IST BASE+6..BASE+8
+#                                        communication BASE+3..BASE+5; IST BASE+6..BASE+8; the
+#                                        joiner's SST script (rsync, listens even for an IST)
+#                                        BASE+10..BASE+12
 #   tests/harness/galera.sh node N       (re)start node N alone into the running cluster (after
-#                                        `kill`: it rejoins by IST from the others' cache)
+#                                        `kill`: its position is recovered from InnoDB first, as
+#                                        the packaged galera_recovery does, so it rejoins by IST)
 #   tests/harness/galera.sh kill N       SIGKILL node N's mariadbd (a crashed node)
 #   tests/harness/galera.sh stop         stop every node
 #   tests/harness/galera.sh env          the POWERDIAG_IT_GAL{1,2,3}_* variables, as mariadb.sh env
 #
 # No state snapshot transfer: the first start bootstraps gal1, stops it, and gives gal2 and gal3
 # copies of its data directory, so every node starts from the cluster's own state (a joiner
-# with the group's state UUID and seqno needs no SST; a restarted one gets IST). SST would need
-# the root's rsync/mariabackup scripts run through its loader, which this harness avoids.
+# with the group's state UUID and seqno needs no SST; a restarted one gets IST). A killed node's
+# grastate.dat says seqno -1, which would ask for a full SST (rsync on the host, port 4444): `node`
+# recovers the position with `mariadbd --wsrep-recover` and passes it as wsrep_start_position.
 # Instances live under POWERDIAG_IT_DIR like every other test server; BASE is remembered there.
 set -euo pipefail
 
@@ -50,6 +54,7 @@ options() {
         "wsrep_cluster_address=$address" \
         "wsrep_provider_options=\"gmcast.listen_addr=tcp://127.0.0.1:$((b + 2 + n));ist.recv_addr=127.0.0.1:$((b + 5 + n))\"" \
         wsrep_sst_method=rsync \
+        "wsrep_sst_receive_address=127.0.0.1:$((b + 9 + n))" \
         wsrep_slave_threads=2 \
         binlog_format=ROW \
         innodb_autoinc_lock_mode=2
@@ -61,10 +66,38 @@ members() {
     printf 'gcomm://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s' $((b + 3)) $((b + 4)) $((b + 5))
 }
 
-start_node() { # N ADDRESS
-    local n=$1 b
+start_node() { # N ADDRESS [OPTION...]
+    local n=$1 address=$2 b
+    shift 2
     b=$(base)
-    POWERDIAG_IT_MARIADB_OPTIONS=$(options "$n" "$2") "$MARIADB" start "gal$n" 11.8 $((b + n - 1))
+    POWERDIAG_IT_MARIADB_OPTIONS="$(options "$n" "$address")$*" "$MARIADB" start "gal$n" 11.8 $((b + n - 1))
+}
+
+# Node N's last committed position as uuid:seqno when its grastate.dat does not know it (after
+# a crash: seqno -1), read by a recovery run of mariadbd on its own configuration; nothing when
+# the file knows it.
+recovered_position() { # N
+    local n=$1 d state out pos log
+    d=$IT_DIR/gal$n
+    state=$d/data/grastate.dat
+    grep -Eq '^seqno: +-1$' "$state" 2>/dev/null || return 0
+    [ -f "$d/my.cnf" ] || die "gal$n has no configuration at $d/my.cnf: start the cluster first"
+    # The error log goes to the instance's tmp/, which the server's user may write.
+    log=$d/tmp/wsrep-recover.log
+    rm -f "$log"
+    timeout 120 "$TRIXIE_WRAP/mariadbd" --defaults-file="$d/my.cnf" --wsrep-recover \
+        --log-error="$log" >/dev/null 2>&1 || {
+        tail -n 20 "$log" >&2 2>/dev/null || true
+        die "gal$n: mariadbd --wsrep-recover failed (log: $log)"
+    }
+    out=$(cat "$log")
+    pos=$(printf '%s\n' "$out" | sed -n 's/.*WSREP: Recovered position: *\([0-9a-f-]*:[0-9-]*\).*/\1/p' | tail -n 1)
+    [ -n "$pos" ] || {
+        printf '%s\n' "$out" | tail -n 20 >&2
+        die "gal$n: mariadbd --wsrep-recover printed no recovered position (log: $log)"
+    }
+    log "gal$n: recovered position $pos from its storage"
+    printf '%s' "$pos"
 }
 
 bootstrap_safe() { # marks gal1's state as the one to bootstrap from
@@ -102,7 +135,13 @@ cmd_start() {
 cmd_node() {
     local n=${1:?node needs N}
     [[ $n =~ ^[123]$ ]] || die "node N: N is 1, 2 or 3"
-    start_node "$n" "$(members)"
+    local pos
+    pos=$(recovered_position "$n")
+    if [ -n "$pos" ]; then
+        start_node "$n" "$(members)" "wsrep_start_position=$pos"
+    else
+        start_node "$n" "$(members)"
+    fi
 }
 
 cmd_kill() {

@@ -271,11 +271,13 @@ apply_grants() {
     # has not yet prepared node for application use"): wait until it takes statements.
     case " ${POWERDIAG_IT_MARIADB_OPTIONS:-} " in
     *" wsrep_on=ON "*)
-        local i
-        for i in $(seq 1 600); do
-            "$CLIENT" --defaults-file="$CNF" --user="$boot_user" --batch \
-                -e "SELECT 1 FROM mysql.user LIMIT 1" >/dev/null 2>&1 && break
-            [ "$i" -lt 600 ] || die "$NAME: the Galera node did not join its cluster within 60 s"
+        local deadline=$(($(date +%s) + 2 * START_TIMEOUT))
+        until "$CLIENT" --defaults-file="$CNF" --user="$boot_user" --batch \
+            -e "SELECT 1 FROM mysql.user LIMIT 1" >/dev/null 2>&1; do
+            if [ "$(date +%s)" -ge "$deadline" ]; then
+                show_logs
+                die "$NAME: the Galera node did not join its cluster within $((2 * START_TIMEOUT)) s"
+            fi
             sleep 0.1
         done
         ;;
