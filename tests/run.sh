@@ -3,7 +3,7 @@
 #   1. tests/harness/setup.sh: system packages, Rust if missing, the MariaDB 11.8 root (cached);
 #      then tests/harness/verify-setup.sh proves its package list suffices on a clean Debian 12
 #      root (cached per list), so a package missing from it fails here and not on a new machine;
-#      tests/harness/orm.sh setup: Django and PyMySQL in a virtualenv (cached) for the
+#      tests/harness/orm.sh setup: Django, SQLAlchemy and PyMySQL in a virtualenv (cached) for the
 #      statement tests;
 #   2. cargo fmt --check, clippy -D warnings, cargo deny (bans, licences, sources; advisories
 #      when GitHub is reachable), cargo check of every target for ppc64le, and the AIX compile

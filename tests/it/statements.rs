@@ -88,10 +88,16 @@ fn orm_story(server: &Server) {
     fails_naming(&r, "PD702", &digest_of(&r, LOOKUP));
     fails_naming(&r, "PD703", &digest_of(&r, COUNT));
     fails_naming(&r, "PD704", &digest_of(&r, GROUP));
-    // PD702 names the listing as the lookup's probable parent.
+    // PD702 names the listing as the lookup's parent: 50 lookups per page.
     let n1 = check(&r, "PD702")["evidence"].to_string();
     assert!(
-        n1.contains("probable parent") && n1.contains("`shop_patch` WHERE `shop_patch` . `state`"),
+        n1.contains("its parent: ") && n1.contains("`shop_patch` WHERE `shop_patch` . `state`"),
+        "{n1}"
+    );
+    assert!(
+        check(&r, "PD702")["summary"].as_str().unwrap().starts_with(
+            "a statement runs once per row of another, 50.0 times per call (2000 calls"
+        ),
         "{n1}"
     );
     assert!(
@@ -287,8 +293,16 @@ fn agent_story(server: &Server) {
     );
 }
 
+/// `stmt1011` is shared by two tests that reset its digest table: one at a time.
+fn stmt1011_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn orm_pitfalls_on_10_11_and_what_blocks_the_digests() {
+    let _one_at_a_time = stmt1011_lock();
     let server = Server::get("stmt1011");
     orm_story(&server);
 
@@ -353,4 +367,116 @@ fn performance_schema_off_is_insufficient_data_with_the_my_cnf_line() {
     assert_eq!(status(&r, "PD204"), "fail");
     let pd204 = check(&r, "PD204")["summary"].as_str().unwrap().to_owned();
     assert!(pd204.contains("PD701-PD704"), "{pd204}");
+}
+
+fn n1(server: &Server, args: &[&str]) {
+    let port = server.port.to_string();
+    let mut all = vec!["n1", port.as_str()];
+    all.extend_from_slice(args);
+    harness_script("orm.sh", &all);
+}
+
+/// PD702 by its signature: for Django and SQLAlchemy, a forward foreign key, a reverse
+/// relation and a many-to-many each fail at fan-outs of 3, 9 and 50, naming the per-row
+/// statement and its parent with the fan-out; the same pages with the ORM's eager loading
+/// pass; so does a hot cache lookup read once by pages of several kinds, though one kind's
+/// listing sends exactly as many rows as the cache is read.
+#[test]
+fn n_plus_one_by_its_signature_on_django_and_sqlalchemy() {
+    let _one_at_a_time = stmt1011_lock();
+    let server = Server::get("stmt1011");
+    let root = server.root_url();
+    n1(&server, &["setup"]);
+    // What each shape's per-row statement and parent read, as both ORMs write them.
+    let shapes = [
+        (
+            "fk",
+            "FROM `n1app_author` WHERE",
+            "FROM `n1app_book` WHERE",
+            "id",
+        ),
+        (
+            "reverse",
+            "FROM `n1app_book` WHERE",
+            "FROM `n1app_author` WHERE",
+            "author_id",
+        ),
+        (
+            "m2m",
+            "`n1app_book_tags` . `book_id`",
+            "FROM `n1app_book` WHERE",
+            "book_id",
+        ),
+    ];
+    for orm in ["django", "sqlalchemy"] {
+        for (shape, child, parent, key) in shapes {
+            for fanout in [3u64, 9, 50] {
+                // At least 100 per-row calls (the rule's min_calls), 40 pages at least.
+                let pages = 40.max(150 / fanout);
+                reset_digests(&server);
+                n1(
+                    &server,
+                    &["run", orm, shape, &fanout.to_string(), &pages.to_string()],
+                );
+                let r = doctor_json(&root, &["--no-probe"]).json();
+                let c = check(&r, "PD702");
+                let what = format!("{orm} {shape} fan-out {fanout}: {c:#}");
+                assert_eq!(c["status"], "fail", "{what}");
+                let summary = c["summary"].as_str().unwrap();
+                assert!(
+                    summary.starts_with(&format!(
+                        "a statement runs once per row of another, {fanout}.0 times per call ({} calls",
+                        pages * fanout
+                    )),
+                    "{what}"
+                );
+                let evidence = c["evidence"].as_array().unwrap();
+                let per_row = evidence[0].as_str().unwrap();
+                let its_parent = evidence[1].as_str().unwrap();
+                assert!(per_row.contains(child), "{what}");
+                assert!(
+                    its_parent.starts_with("its parent: ")
+                        && its_parent.contains(parent)
+                        && its_parent.contains(&format!(
+                            "{} rows sent in {pages} calls; the per-row statement ran {} times, 1.00 per parent row, keyed on `{key}`",
+                            pages * fanout,
+                            pages * fanout
+                        )),
+                    "{what}"
+                );
+                let idiom = match (orm, shape) {
+                    ("django", "fk") => "select_related()",
+                    ("django", _) => "prefetch_related()",
+                    _ => "selectinload()",
+                };
+                assert!(c["remediation"].as_str().unwrap().contains(idiom), "{what}");
+            }
+            // The same pages with the ORM's eager loading.
+            reset_digests(&server);
+            n1(&server, &["run", orm, shape, "9", "40", "fixed"]);
+            let r = doctor_json(&root, &["--no-probe"]).json();
+            assert_eq!(
+                status(&r, "PD702"),
+                "pass",
+                "{orm} {shape} fixed: {:#}",
+                check(&r, "PD702")
+            );
+        }
+    }
+    // Not N+1: Django's database cache read once per page by pages of three kinds; the
+    // author listing of every third page sends 3 rows, as many as the cache reads, but no
+    // row carries its key.
+    reset_digests(&server);
+    n1(&server, &["hot", "600"]);
+    let r = doctor_json(&root, &["--no-probe"]).json();
+    let c = check(&r, "PD702");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    assert!(
+        c["evidence"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the busiest keyed SELECT ran 600 times, but no statement of its schema sent as many rows")
+            && c["evidence"][0].as_str().unwrap().contains("carry `cache_key`"),
+        "{c:#}"
+    );
 }

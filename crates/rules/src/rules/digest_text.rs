@@ -108,6 +108,68 @@ pub(crate) fn tables_named(text: &str) -> Vec<(Option<String>, String)> {
     out
 }
 
+/// The column a statement is keyed on: the first `WHERE` comparison of a column with one value
+/// — `col = ?`, `? = col` (SQLAlchemy's lazy loader writes it so), `col <=> ?` or `col IN ( ? )`
+/// (MariaDB writes a list of several values as `IN (...)`, which is not one key) — unquoted,
+/// lower case, without its table qualifier. `None` for a statement without such a comparison.
+pub(crate) fn key_column(text: &str) -> Option<String> {
+    let tokens = tokenize(text);
+    let upper: Vec<String> = tokens.iter().map(|t| t.to_ascii_uppercase()).collect();
+    let w = upper.iter().position(|t| t == "WHERE")?;
+    let end = upper[w..]
+        .iter()
+        .position(|t| matches!(t.as_str(), "GROUP" | "ORDER" | "LIMIT" | "HAVING"))
+        .map_or(upper.len(), |e| w + e);
+    let tok = |i: usize| tokens.get(i).filter(|_| i < end).map(String::as_str);
+    for i in w + 1..end {
+        let t = &tokens[i];
+        if is_ident(t) && tok(i + 1) != Some(".") {
+            let one_value = match upper[i + 1..end.max(i + 1)] {
+                [ref op, ref v, ..] if (op == "=" || op == "<=>") && v == "?" => true,
+                // MariaDB 10.11 writes `IN (?)` without spaces.
+                [ref op, ref v, ..] if op == "IN" && v == "(?)" => true,
+                [ref op, ref open, ref v, ref close, ..] => {
+                    op == "IN" && open == "(" && v == "?" && close == ")"
+                }
+                _ => false,
+            };
+            if one_value {
+                return Some(unquote(t).to_ascii_lowercase());
+            }
+        }
+        // `? = col` or `? = t . col`.
+        if t == "?" && matches!(tok(i + 1), Some("=") | Some("<=>")) {
+            let mut j = i + 2;
+            while tok(j).is_some_and(is_ident) && tok(j + 1) == Some(".") {
+                j += 2;
+            }
+            if let Some(c) = tok(j).filter(|c| is_ident(c)) {
+                return Some(unquote(c).to_ascii_lowercase());
+            }
+        }
+    }
+    None
+}
+
+/// The columns a `SELECT` sends, unquoted, lower case, without table qualifiers (`*` for a
+/// star); `None` when the text has no `FROM` (cut short, or no table).
+pub(crate) fn selected_columns(text: &str) -> Option<Vec<String>> {
+    let tokens = tokenize(text);
+    let upper: Vec<String> = tokens.iter().map(|t| t.to_ascii_uppercase()).collect();
+    let start = upper.iter().position(|t| t == "SELECT")?;
+    let from = start + upper[start..].iter().position(|t| t == "FROM")?;
+    let mut out = Vec::new();
+    for i in start + 1..from {
+        let t = &tokens[i];
+        if t == "*" {
+            push_unique(&mut out, "*");
+        } else if is_ident(t) && tokens.get(i + 1).map(String::as_str) != Some(".") {
+            push_unique(&mut out, &unquote(t).to_ascii_lowercase());
+        }
+    }
+    Some(out)
+}
+
 /// `` `a``b` `` → ``a`b``.
 fn unquote(t: &str) -> String {
     t[1..t.len() - 1].replace("``", "`")
@@ -180,6 +242,56 @@ mod tests {
         );
         assert_eq!(tables_named("SELECT ? FROM ( SELECT ? ) `d`"), []);
         assert_eq!(tables_named("COMMIT"), []);
+    }
+
+    #[test]
+    fn key_columns_as_django_and_sqlalchemy_write_them() {
+        // Django: a forward foreign key, a reverse relation, a many-to-many through table.
+        assert_eq!(
+            key_column(
+                "SELECT `n1_author` . `id` , `n1_author` . `name` FROM `n1_author` WHERE `n1_author` . `id` = ? LIMIT ?"
+            )
+            .as_deref(),
+            Some("id")
+        );
+        assert_eq!(
+            key_column(
+                "SELECT `t` . `id` , `t` . `name` FROM `n1_tag` `t` INNER JOIN `n1_book_tags` ON ( `t` . `id` = `n1_book_tags` . `tag_id` ) WHERE `n1_book_tags` . `book_id` = ?"
+            )
+            .as_deref(),
+            Some("book_id")
+        );
+        // SQLAlchemy's lazy loader puts the value first.
+        assert_eq!(
+            key_column("SELECT `book` . `id` FROM `book` WHERE ? = `book` . `author_id`")
+                .as_deref(),
+            Some("author_id")
+        );
+        assert_eq!(
+            key_column("SELECT `id` FROM `t` WHERE `x` IN ( ? )").as_deref(),
+            Some("x")
+        );
+        // A list of values, a range or no WHERE is no single key.
+        // Django's database cache, as 10.11 writes its digest.
+        assert_eq!(
+            key_column(
+                "SELECT `cache_key` , `value` , `expires` FROM `c` WHERE `cache_key` IN (?) "
+            )
+            .as_deref(),
+            Some("cache_key")
+        );
+        assert_eq!(key_column("SELECT `id` FROM `t` WHERE `x` IN (...)"), None);
+        assert_eq!(key_column("SELECT `id` FROM `t` WHERE `x` > ?"), None);
+        assert_eq!(key_column("SELECT `id` FROM `t` ORDER BY `x` = ?"), None);
+        assert_eq!(
+            selected_columns("SELECT `a` . `id` , `a` . `author_id` , `b` FROM `a` WHERE `x` = ?"),
+            Some(vec!["id".into(), "author_id".into(), "b".into()])
+        );
+        assert_eq!(
+            selected_columns("SELECT * FROM `a`"),
+            Some(vec!["*".into()])
+        );
+        assert_eq!(selected_columns("SELECT `a` , `b` , ..."), None);
     }
 
     #[test]
