@@ -480,3 +480,176 @@ fn n_plus_one_by_its_signature_on_django_and_sqlalchemy() {
         "{c:#}"
     );
 }
+
+/// A client in its own thread sending one indexed lookup after another, `pause` apart (none
+/// while `spike` is set), until dropped.
+struct Lookups {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    spike: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Lookups {
+    fn start(server: &Server, pause: Duration) -> Lookups {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let spike = std::sync::Arc::new(AtomicBool::new(false));
+        let (s, k, server) = (stop.clone(), spike.clone(), server.clone());
+        let thread = std::thread::spawn(move || {
+            block_on(async {
+                use mysql_async::prelude::Queryable;
+                let pool = server.pool();
+                let mut c = pool.get_conn().await.unwrap();
+                let mut n = 0u64;
+                while !s.load(Ordering::Relaxed) {
+                    let id = 1 + (n * 7919) % 5000;
+                    // Text protocol, as PyMySQL sends: MariaDB keeps no digest of a prepared
+                    // statement's executions.
+                    let _: Vec<(u64, u64)> = c
+                        .query(format!(
+                            "SELECT id, total FROM pd_regress.orders WHERE customer_id = {id}"
+                        ))
+                        .await
+                        .unwrap();
+                    n += 1;
+                    if !k.load(Ordering::Relaxed) {
+                        tokio::time::sleep(pause).await;
+                    }
+                }
+                drop(c);
+                pool.disconnect().await.unwrap();
+                n
+            })
+        });
+        Lookups {
+            stop,
+            spike,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Lookups {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// PD709 on the agent: a lookup runs steadily; a spike of calls at the same time per call
+/// passes; its index dropped, the plan becomes a full scan and PD709 fails naming the digest
+/// and the interval it started in; the index added back clears it within two intervals.
+#[test]
+fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
+    let _one_at_a_time = stmt1011_lock();
+    let server = Server::get("stmt1011");
+    for s in [
+        "DROP DATABASE IF EXISTS pd_regress",
+        "CREATE DATABASE pd_regress",
+        "CREATE TABLE pd_regress.orders (id INT PRIMARY KEY, customer_id INT NOT NULL, total INT NOT NULL, note CHAR(100) NOT NULL DEFAULT '', KEY by_customer (customer_id)) ENGINE=InnoDB",
+        "INSERT INTO pd_regress.orders SELECT seq, 1 + seq % 5000, seq % 977, '' FROM pd_regress.seq_1_to_200000",
+        "ANALYZE TABLE pd_regress.orders",
+    ] {
+        sql(&server, s);
+    }
+    let agent = start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n[statements]\ninterval = \"2s\"\n",
+    );
+    let lookups = Lookups::start(&server, Duration::from_millis(5));
+    let status = || agent_status(agent.port, "PD709").unwrap_or_default();
+    let explain = || {
+        let (_, _, body) = get(agent.port, "/api/v1/snapshot").unwrap_or_default();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("snapshot.json");
+        std::fs::write(&path, body).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"))
+            .args(["doctor", "--format", "json", "--from"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        check(&report, "PD709").clone()
+    };
+    // Judged once three earlier intervals are known (the first interval lasts ≤ 60 s).
+    assert!(
+        eventually(Duration::from_secs(90), || status() == "pass"),
+        "PD709 never passed on the steady lookups: {:#}",
+        explain()
+    );
+    // Many more calls, each as fast: a load spike is no regression.
+    lookups
+        .spike
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(8) {
+        assert_eq!(
+            status(),
+            "pass",
+            "a spike of calls failed PD709: {:#}",
+            explain()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    lookups
+        .spike
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    // The index dropped: every lookup scans 200,000 rows.
+    let dropped = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    sql(
+        &server,
+        "ALTER TABLE pd_regress.orders DROP INDEX by_customer",
+    );
+    assert!(
+        eventually(Duration::from_secs(20), || status() == "fail"),
+        "PD709 did not fail with the index dropped: {:#}",
+        explain()
+    );
+    let c = explain();
+    let evidence = c["evidence"][0].as_str().unwrap().to_owned();
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("`total` FROM `pd_regress` . `orders` WHERE `customer_id` = ?"),
+        "{c:#}"
+    );
+    assert!(evidence.starts_with("digest "), "{c:#}");
+    // The interval it started in ends after the drop, within a few intervals.
+    let end = evidence
+        .split("slower since the interval ")
+        .nth(1)
+        .and_then(|r| r.split(" (").next())
+        .and_then(|r| r.split('–').nth(1))
+        .unwrap_or_else(|| panic!("no start in {c:#}"))
+        .to_owned();
+    assert!(
+        (dropped..=dropped + 10).any(|t| powerdiag_rules::format_unix_utc(t) == end),
+        "started {end}, the index was dropped at {}: {c:#}",
+        powerdiag_rules::format_unix_utc(dropped)
+    );
+    assert!(
+        c["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("SHOW INDEX FROM `pd_regress`.`orders`;"),
+        "{c:#}"
+    );
+    // The index back: the next intervals are as fast as before.
+    sql(
+        &server,
+        "ALTER TABLE pd_regress.orders ADD INDEX by_customer (customer_id)",
+    );
+    assert!(
+        eventually(Duration::from_secs(12), || status() == "pass"),
+        "PD709 still failed after the index came back: {:#}",
+        explain()
+    );
+    drop(lookups);
+    sql(&server, "DROP DATABASE pd_regress");
+}

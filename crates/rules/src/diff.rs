@@ -56,6 +56,18 @@ pub struct StatementChange {
     pub calls_per_second_b: Option<f64>,
     pub mean_seconds_a: f64,
     pub mean_seconds_b: f64,
+    #[serde(default)]
+    pub calls_a: u64,
+    #[serde(default)]
+    pub calls_b: u64,
+    #[serde(default)]
+    pub rows_examined_per_call_a: f64,
+    #[serde(default)]
+    pub rows_examined_per_call_b: f64,
+    /// B's time per call is at least PD709's default factor (3×) A's, over at least its
+    /// default calls (20) on each side: a per-statement regression from A to B.
+    #[serde(default)]
+    pub regressed: bool,
 }
 
 /// A statement listed on one side only.
@@ -162,6 +174,9 @@ fn statements(a: &Snapshot, b: &Snapshot) -> Option<StatementsDiff> {
         .judged()
         .filter_map(|da| {
             let db = in_b.get(&key(da))?;
+            let enough = |d: &crate::Digest| {
+                d.calls as f64 >= crate::rules::StatementRegressed::DEFAULT_MIN_CALLS
+            };
             Some(StatementChange {
                 schema: da.schema.clone(),
                 digest: da.digest.clone(),
@@ -170,6 +185,15 @@ fn statements(a: &Snapshot, b: &Snapshot) -> Option<StatementsDiff> {
                 calls_per_second_b: sb.calls_per_second(db),
                 mean_seconds_a: da.mean_us() / 1e6,
                 mean_seconds_b: db.mean_us() / 1e6,
+                calls_a: da.calls,
+                calls_b: db.calls,
+                rows_examined_per_call_a: da.examined_per_call(),
+                rows_examined_per_call_b: db.examined_per_call(),
+                regressed: enough(da)
+                    && enough(db)
+                    && db.mean_us()
+                        >= crate::rules::StatementRegressed::DEFAULT_SLOWDOWN
+                            * da.mean_us().max(1e-3),
             })
         })
         .collect();
@@ -817,6 +841,14 @@ mod tests {
         );
         assert!((c.mean_seconds_a - 0.01).abs() < 1e-9 && (c.mean_seconds_b - 0.001).abs() < 1e-9);
         assert!(st.only_a[0].text.contains("`u`") && st.only_b[0].text.contains("JOIN"));
+        // 10× faster is no regression; the way back (B → A) is.
+        assert!(!c.regressed);
+        let back = diff(&b, &a).statements.unwrap();
+        assert!(back.both[0].regressed, "{back:?}");
+        assert_eq!(
+            (back.both[0].rows_examined_per_call_a, back.both[0].calls_b),
+            (1000.0, 100)
+        );
         // Without digests on one side there is nothing to compare.
         let none = SnapshotBuilder::new().mariadb("11.8.6-MariaDB").build();
         assert!(diff(&a, &none).statements.is_none());

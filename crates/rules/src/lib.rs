@@ -64,10 +64,10 @@ pub use schema::{
 pub use settings::{Settings, SettingsError};
 pub use snapshot::*;
 pub use statements::{
-    Digest, DigestCounters, StatementKind, StatementPeriod, StatementTotals, Statements, format_us,
-    short_digest,
+    Digest, DigestCounters, DigestHistory, HISTORY_DIGESTS_MAX, HISTORY_POINTS_MAX, IntervalPoint,
+    StatementKind, StatementPeriod, StatementTotals, Statements, format_us, short_digest,
 };
 pub use threshold::{Limits, Threshold, Unit};
-pub use value::{format_bytes, format_secs, parse_bool, parse_u64};
+pub use value::{format_bytes, format_secs, format_unix_utc, parse_bool, parse_u64};
 pub use var::{StatusVar, Var};
 pub use version::{Flavour, ServerVersion};

@@ -64,6 +64,50 @@ pub struct Statements {
     /// `other`) summing every other statement, so the series stay bounded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<DigestCounters>,
+    /// The agent only: the recent intervals of the listed digests it follows (the busiest of
+    /// each interval, at most [`HISTORY_DIGESTS_MAX`] digests of [`HISTORY_POINTS_MAX`]
+    /// intervals each, in memory: a restart loses them): each statement's own past, which
+    /// PD709 judges the last interval against.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<DigestHistory>,
+}
+
+/// Most intervals the agent keeps per digest: 48, eight hours at the default 10-minute
+/// `[statements] interval`.
+pub const HISTORY_POINTS_MAX: usize = 48;
+/// Most digests whose intervals the agent keeps: the least recently busy is dropped first.
+pub const HISTORY_DIGESTS_MAX: usize = 80;
+
+/// One digest's recent agent intervals, oldest first; the last is the snapshot's interval
+/// when the digest ran in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DigestHistory {
+    pub schema: Option<String>,
+    pub digest: String,
+    pub points: Vec<IntervalPoint>,
+}
+
+/// What one digest cost in one agent interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalPoint {
+    /// When the interval ended (the agent's read), Unix seconds.
+    pub at: i64,
+    /// How long the interval was, seconds.
+    pub seconds: f64,
+    pub calls: u64,
+    /// Statement time, µs.
+    pub time_us: u64,
+    pub rows_examined: u64,
+}
+
+impl IntervalPoint {
+    pub fn time_per_call_us(&self) -> f64 {
+        per(self.time_us, self.calls)
+    }
+
+    pub fn examined_per_call(&self) -> f64 {
+        per(self.rows_examined, self.calls)
+    }
 }
 
 /// How many tables [`Statements::tables`] holds at most.

@@ -310,6 +310,7 @@ impl SnapshotBuilder {
             notes: Vec::new(),
             tables: Vec::new(),
             counters: Vec::new(),
+            history: Vec::new(),
         });
         self.var(Var::PerformanceSchema, "ON")
     }

@@ -70,6 +70,22 @@ pub fn format_secs(s: u64) -> String {
     }
 }
 
+/// Unix seconds as `2026-11-27T20:00:00Z` (`?` for a time out of range).
+pub fn format_unix_utc(secs: i64) -> String {
+    match time::OffsetDateTime::from_unix_timestamp(secs) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Err(_) => "?".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

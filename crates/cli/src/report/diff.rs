@@ -96,9 +96,19 @@ fn statements_text(st: &powerdiag_rules::StatementsDiff) -> String {
             "  on both sides (calls per second and time per call, A -> B):"
         );
         for c in &st.both {
+            let regressed = if c.regressed {
+                format!(
+                    "REGRESSED {:.1}× (rows examined per call {:.1} -> {:.1})  ",
+                    c.mean_seconds_b / c.mean_seconds_a.max(1e-9),
+                    c.rows_examined_per_call_a,
+                    c.rows_examined_per_call_b
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 o,
-                "    {} -> {}, {} -> {}  {} {}",
+                "    {regressed}{} -> {}, {} -> {}  {} {}",
                 rate(c.calls_per_second_a),
                 rate(c.calls_per_second_b),
                 format_us(c.mean_seconds_a * 1e6),
@@ -191,7 +201,12 @@ pub(crate) fn markdown(d: &Diff, pa: &Path, pb: &Path) -> String {
         for c in &st.both {
             let _ = writeln!(
                 o,
-                "| both | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                if c.regressed {
+                    "both, **regressed**"
+                } else {
+                    "both"
+                },
                 cell(c.schema.as_deref().unwrap_or("-")),
                 cell(&c.text),
                 rate(c.calls_per_second_a),

@@ -91,6 +91,7 @@ rules! {
     pd706_unused_index::UnusedIndex,
     pd707_table_without_primary_key::TableWithoutPrimaryKey,
     pd708_non_transactional_tables::NonTransactionalTables,
+    pd709_statement_regressed::StatementRegressed,
     pd801_datadir_space_low::DatadirSpaceLow,
     pd802_storage_saturated::StorageSaturated,
     pd803_server_restarted::ServerRestarted,

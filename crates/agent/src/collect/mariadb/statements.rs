@@ -25,14 +25,15 @@
 //! is intended: no index fixes them.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 use powerdiag_rules::{
-    DbError, DbErrorKind, Digest, DigestCounters, MariadbFacts, StatementPeriod, StatementTotals,
-    Statements, StatusVar, Var,
+    DbError, DbErrorKind, Digest, DigestCounters, DigestHistory, HISTORY_DIGESTS_MAX,
+    HISTORY_POINTS_MAX, IntervalPoint, MariadbFacts, StatementPeriod, StatementTotals, Statements,
+    StatusVar, Var,
 };
 
 use super::part::{Ctx, Part, PartFuture};
@@ -80,6 +81,8 @@ struct TrackerState {
     last: Option<Statements>,
     /// Running totals for the metrics, by (schema, digest); `other` under (None, "other").
     counters: HashMap<(Option<String>, String), DigestCounters>,
+    /// Each followed digest's recent intervals (PD709's baselines), oldest first.
+    history: HashMap<Key, VecDeque<IntervalPoint>>,
 }
 
 type Key = (Option<String>, String);
@@ -135,6 +138,54 @@ pub(crate) fn accumulate(
     counters.insert(other_key, other);
     let mut out: Vec<DigestCounters> = counters.values().cloned().collect();
     out.sort_by(|a, b| (a.digest == "other", b.time_us).cmp(&(b.digest == "other", a.time_us)));
+    out
+}
+
+/// Adds the interval ending at `at` (Unix seconds) to each followed digest's past: the `top`
+/// busiest digests of the interval are followed, and a followed digest keeps gaining points
+/// while it is listed. Bounded: [`HISTORY_POINTS_MAX`] points per digest, at most
+/// [`HISTORY_DIGESTS_MAX`] digests (the one whose last point is oldest goes first). Returns
+/// the past of the interval's listed digests that are followed.
+pub(crate) fn record_history(
+    history: &mut HashMap<Key, VecDeque<IntervalPoint>>,
+    interval: &Statements,
+    top: usize,
+    at: i64,
+) -> Vec<DigestHistory> {
+    let seconds = interval.interval_seconds.unwrap_or(0.0);
+    let mut out = Vec::new();
+    for (i, d) in interval.digests.iter().enumerate() {
+        let key: Key = (d.schema.clone(), d.digest.clone());
+        if i >= top && !history.contains_key(&key) {
+            continue;
+        }
+        let points = history.entry(key).or_default();
+        points.push_back(IntervalPoint {
+            at,
+            seconds,
+            calls: d.calls,
+            time_us: d.time_us,
+            rows_examined: d.rows_examined,
+        });
+        while points.len() > HISTORY_POINTS_MAX {
+            points.pop_front();
+        }
+        out.push(DigestHistory {
+            schema: d.schema.clone(),
+            digest: d.digest.clone(),
+            points: points.iter().copied().collect(),
+        });
+    }
+    while history.len() > HISTORY_DIGESTS_MAX {
+        let Some(oldest) = history
+            .iter()
+            .min_by_key(|(_, p)| p.back().map_or(i64::MIN, |p| p.at))
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        history.remove(&oldest);
+    }
     out
 }
 
@@ -422,6 +473,7 @@ pub(crate) fn since_reset(
         notes: Vec::new(),
         tables: Vec::new(),
         counters: Vec::new(),
+        history: Vec::new(),
     }
 }
 
@@ -494,6 +546,7 @@ pub(crate) fn interval(
         notes,
         tables: Vec::new(),
         counters: Vec::new(),
+        history: Vec::new(),
     }
 }
 
@@ -617,6 +670,10 @@ pub(crate) async fn collect(
             .map(|(at, prev)| interval(prev, &raw, now.duration_since(*at), opts.limit, uptime));
         if let Some(st) = &mut result {
             st.counters = accumulate(&mut state.counters, st, opts.counters_top as usize);
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            st.history = record_history(&mut state.history, st, opts.counters_top as usize, at);
         }
         state.previous = Some((now, raw));
         result
@@ -687,6 +744,46 @@ impl Part for StatementsPart<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_history_is_bounded_per_digest_and_in_digests() {
+        let mut history = HashMap::new();
+        let interval = |n: usize| Statements {
+            period: StatementPeriod::Interval,
+            interval_seconds: Some(10.0),
+            digests: (0..n)
+                .map(|i| Digest {
+                    schema: Some("app".into()),
+                    digest: format!("{i:032x}"),
+                    calls: 10,
+                    time_us: 1000,
+                    ..Default::default()
+                })
+                .collect(),
+            ..since_reset(Raw::default(), 60, 100, None)
+        };
+        // 60 intervals of 100 listed digests, the busiest 20 followed.
+        for at in 0..60 {
+            let out = record_history(&mut history, &interval(100), 20, at);
+            assert_eq!(out.len(), 20);
+            assert_eq!(
+                out[0].points.len(),
+                (at as usize + 1).min(HISTORY_POINTS_MAX)
+            );
+        }
+        assert_eq!(history.len(), 20);
+        assert!(history.values().all(|p| p.len() == HISTORY_POINTS_MAX));
+        assert_eq!(history.values().next().unwrap().back().unwrap().at, 59);
+        // Followed digests that leave the top keep gaining points while listed; new ones come
+        // in, and the least recently busy go first beyond HISTORY_DIGESTS_MAX.
+        for round in 0..10i64 {
+            let mut st = interval(100);
+            st.digests.rotate_left(20 * (round as usize % 5));
+            record_history(&mut history, &st, 20, 100 + round);
+            assert!(history.len() <= HISTORY_DIGESTS_MAX);
+        }
+        assert_eq!(history.len(), HISTORY_DIGESTS_MAX);
+    }
 
     fn row(v: &[&str]) -> TextRow {
         v.iter()
