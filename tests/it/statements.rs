@@ -150,6 +150,8 @@ fn orm_story(server: &Server) {
     ]));
     assert!(text.stdout.contains("Top statements"), "{}", text.stdout);
 
+    explain_story(server);
+
     // Fix, reset, and run the same pages written well.
     let dir = tempfile::tempdir().unwrap();
     let collect = |name: &str| {
@@ -652,4 +654,84 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
     );
     drop(lookups);
     sql(&server, "DROP DATABASE pd_regress");
+}
+
+const HISTORY_CONSUMERS: &str = "performance_schema.setup_consumers SET ENABLED = '{}' WHERE NAME IN ('events_statements_current', 'events_statements_history_long')";
+
+/// `doctor --explain`: with the statement history on, the unindexed listing's recent
+/// execution is explained — a full scan — and the index its plan asks for makes PD701 pass;
+/// `--redact` leaves no literal; with the history off, the UPDATE that turns it on. Leaves
+/// the server as it found it: no new index, history off, the naive pages' digests.
+fn explain_story(server: &Server) {
+    let root = server.root_url();
+    let consumers = |on: &str| {
+        sql(
+            server,
+            &format!("UPDATE {}", HISTORY_CONSUMERS.replace("{}", on)),
+        )
+    };
+    consumers("YES");
+    reset_digests(server);
+    orm(server, &["bad", "8"]);
+    let r = doctor_json(&root, &["--no-probe", "--explain"]).json();
+    let c = check(&r, "PD701");
+    assert_eq!(c["status"], "fail", "{c:#}");
+    let evidence = c["evidence"].to_string();
+    assert!(
+        evidence.contains("a recent execution (literals from production; --redact replaces them): SELECT `shop_patch`.`id`")
+            && evidence.contains("its plan (EXPLAIN FORMAT=JSON): shop_patch: ALL (every row), no key, ~"),
+        "{c:#}"
+    );
+    let rem = c["remediation"].as_str().unwrap();
+    let create =
+        "CREATE INDEX `pd_shop_patch_state_date_id` ON `orm`.`shop_patch` (`state`, `date`, `id`);";
+    assert!(rem.contains(create), "{rem}");
+
+    // Redacted: the sample and the plan's condition keep no literal.
+    let r = doctor_json(&root, &["--no-probe", "--explain", "--redact"]).json();
+    let c = check(&r, "PD701");
+    let sample = c["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .find(|e| e.starts_with("a recent execution"))
+        .unwrap_or_else(|| panic!("no sample in {c:#}"))
+        .to_owned();
+    assert!(
+        sample.starts_with("a recent execution (literals replaced by ?): ")
+            && sample.contains("`state` = ?")
+            && !sample
+                .chars()
+                .any(|ch| ch.is_ascii_digit() && !sample.contains("LIMIT ?")),
+        "{sample}"
+    );
+
+    // The index the plan asked for: the listing no longer scans.
+    sql(server, create);
+    reset_digests(server);
+    orm(server, &["bad", "8"]);
+    let r = doctor_json(&root, &["--no-probe", "--explain"]).json();
+    assert_eq!(status(&r, "PD701"), "pass", "{:#}", check(&r, "PD701"));
+
+    // Without the history: the statement that turns it on, and its cost.
+    sql(
+        server,
+        "ALTER TABLE orm.shop_patch DROP INDEX pd_shop_patch_state_date_id",
+    );
+    consumers("NO");
+    reset_digests(server);
+    orm(server, &["bad", "40"]);
+    let r = doctor_json(&root, &["--no-probe", "--explain"]).json();
+    let c = check(&r, "PD701");
+    assert_eq!(c["status"], "fail", "{c:#}");
+    assert!(
+        c["evidence"].to_string().contains(
+            "no concrete statement to EXPLAIN: performance_schema keeps no statement history"
+        ) && c["evidence"].to_string().contains(&format!(
+            "UPDATE {}",
+            HISTORY_CONSUMERS.replace("{}", "YES")
+        )),
+        "{c:#}"
+    );
 }

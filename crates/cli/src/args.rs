@@ -219,7 +219,7 @@ pub(crate) struct DoctorArgs {
     /// Judge a recorded snapshot (`powerdiag collect -o FILE`, or a saved `doctor --format json`
     /// report) instead of this host: same report and exit status, on any platform. `-` reads
     /// stdin
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "statements_window", "procfs", "sysfs", "rootfs"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "statements_window", "explain", "redact", "procfs", "sysfs", "rootfs"])]
     pub(crate) from: Option<PathBuf>,
 
     /// Judge with the rule settings of an agent configuration file (TOML: `[rules] disabled`
@@ -301,6 +301,17 @@ pub(crate) struct CollectArgs {
     /// (their counts are totals since the digest table was last reset), e.g. 15m, 1h
     #[arg(long, default_value = "15m", value_name = "DURATION", value_parser = parse_statements_window)]
     pub(crate) statements_window: Duration,
+
+    /// For the statements the statement rules can name (up to 5 SELECTs), read one recent
+    /// concrete execution from performance_schema's statement history and run EXPLAIN
+    /// FORMAT=JSON on it (plain SELECTs only, read-only, at most 2 s each). The report then
+    /// shows literals from production: add --redact to replace them
+    #[arg(long)]
+    pub(crate) explain: bool,
+
+    /// With --explain: replace the literals of the concrete statements and their plans by ?
+    #[arg(long, requires = "explain")]
+    pub(crate) redact: bool,
 
     #[command(flatten)]
     pub(crate) paths: PathArgs,

@@ -31,6 +31,8 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             reuse: None,
             statements: Some(collect::StatementOptions {
                 window: args.statements_window,
+                explain: args.explain,
+                redact: args.redact,
                 ..Default::default()
             }),
             // Status read at both ends of the sample window, so rates are real.

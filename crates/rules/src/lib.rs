@@ -15,6 +15,7 @@ mod escape;
 mod innodb;
 mod locks;
 mod os;
+pub mod plan;
 #[cfg(test)]
 mod props;
 mod read;
@@ -48,6 +49,7 @@ pub use locks::{
     mask_statement,
 };
 pub use os::*;
+pub use plan::{Plan, PlanTable, StatementSample};
 pub use read::{MAX_SNAPSHOT_BYTES, SnapshotError, read_snapshot, snapshot_schema};
 pub use replication::{
     APPLYING_EVENTS, ERROR_CHARS as REPLICA_ERROR_CHARS, LAG_HISTORY_READINGS, LAG_HISTORY_SECONDS,

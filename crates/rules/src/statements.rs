@@ -70,6 +70,10 @@ pub struct Statements {
     /// PD709 judges the last interval against.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<DigestHistory>,
+    /// `--explain` was asked for but no concrete statements could be read, and why (the
+    /// consumers to enable, with their cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_note: Option<String>,
 }
 
 /// Most intervals the agent keeps per digest: 48, eight hours at the default 10-minute
@@ -230,6 +234,10 @@ pub struct Digest {
     /// Seconds between `FIRST_SEEN` and the read.
     #[serde(default)]
     pub first_seen_age_seconds: Option<u64>,
+    /// One recent execution and its plan (`doctor --explain`, for the statements the rules
+    /// name): literals from production unless redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<crate::StatementSample>,
 }
 
 /// The statement's leading keyword, for deciding which rules can judge it.
@@ -340,6 +348,61 @@ impl Digest {
             }
         }
         display_text(&text, max_chars)
+    }
+
+    /// Evidence from `--explain`: the concrete execution and what its plan reads.
+    pub fn sample_lines(&self) -> Vec<String> {
+        let Some(sample) = &self.sample else {
+            return Vec::new();
+        };
+        let literals = if sample.redacted {
+            "literals replaced by ?"
+        } else {
+            "literals from production; --redact replaces them"
+        };
+        let mut out = vec![format!(
+            "a recent execution ({literals}): {}",
+            display_text(&sample.sql_text, 300)
+        )];
+        out.push(match &sample.plan {
+            Gathered::Available(p) => format!(
+                "its plan (EXPLAIN FORMAT=JSON): {}",
+                p.tables
+                    .iter()
+                    .map(|t| display_text(&t.summary(), 200))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            Gathered::Unavailable(why) => {
+                format!("its plan was not read: {}", display_text(why, 300))
+            }
+        });
+        out
+    }
+
+    /// The `CREATE INDEX` its plan asks for: the first table read whole, with the columns of
+    /// its condition (equalities, then ranges) and its sort.
+    pub fn plan_index(&self) -> Option<String> {
+        let sample = self.sample.as_ref()?;
+        let Gathered::Available(plan) = &sample.plan else {
+            return None;
+        };
+        let (table, cols) = plan.missing_index()?;
+        let q = |s: &str| format!("`{}`", s.replace('`', "``"));
+        let name: String = format!("pd_{}_{}", table, cols.join("_"))
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        let on = match sample.schema.as_deref().or(self.schema.as_deref()) {
+            Some(schema) => format!("{}.{}", q(schema), q(table)),
+            None => q(table),
+        };
+        Some(format!(
+            "CREATE INDEX {} ON {on} ({});",
+            q(&name),
+            cols.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
+        ))
     }
 
     /// `schema` `text` with the numbers a reader needs, one line.

@@ -311,6 +311,7 @@ impl SnapshotBuilder {
             tables: Vec::new(),
             counters: Vec::new(),
             history: Vec::new(),
+            samples_note: None,
         });
         self.var(Var::PerformanceSchema, "ON")
     }

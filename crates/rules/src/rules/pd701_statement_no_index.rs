@@ -110,6 +110,12 @@ impl Rule for StatementNoIndex {
             for line in st.index_lines(d) {
                 v = v.with_evidence(line);
             }
+            for line in d.sample_lines() {
+                v = v.with_evidence(line);
+            }
+        }
+        if let Some(note) = &st.samples_note {
+            v = v.with_evidence(note.clone());
         }
         v = v.with_evidence(period);
         Ok(v.with_remediation(remediation(&found, &st.total)))
@@ -126,7 +132,13 @@ fn remediation(found: &[&Digest], total: &StatementTotals) -> String {
             d.display_text(400)
         ));
         let cols = index_columns(&d.text);
-        if let Some((table, cols)) = cols {
+        if let Some(create) = d.plan_index() {
+            out.push_str(&format!(
+                "  the index its plan lacks (from EXPLAIN of a recent execution: the columns of the condition on the table it reads whole, then its sort): {create}
+  add the selected columns to make it covering
+"
+            ));
+        } else if let Some((table, cols)) = cols {
             out.push_str(&format!(
                 "  an index to try, from the digest text (equality columns first, then range/ORDER BY): CREATE INDEX ... ON {table} ({});\n  add the selected columns to make it covering\n",
                 cols.join(", ")

@@ -120,6 +120,9 @@ impl Rule for StatementRowsExaminedHigh {
             for line in st.index_lines(d) {
                 v = v.with_evidence(line);
             }
+            for line in d.sample_lines() {
+                v = v.with_evidence(line);
+            }
             rem.push_str(&format!(
                 "EXPLAIN {}\n  (substitute a real value for each `?`; compare EXPLAIN's rows with the {:.1} rows it returns)\n",
                 d.display_text(400),
@@ -128,6 +131,10 @@ impl Rule for StatementRowsExaminedHigh {
             let upper = d.text.to_ascii_uppercase();
             if upper.contains("COUNT (") || upper.contains("COUNT(") {
                 rem.push_str("  a count that reads every row: count from one indexed table instead of over a JOIN, or precompute it (a counter column or summary table) where an exact live count is not needed\n");
+            } else if let Some(create) = d.plan_index() {
+                rem.push_str(&format!(
+                    "  the index its plan lacks (from EXPLAIN of a recent execution): {create}\n"
+                ));
             } else if let Some((table, cols)) =
                 super::digest_text::index_columns(&d.text)
             {
@@ -136,6 +143,9 @@ impl Rule for StatementRowsExaminedHigh {
                     cols.join(", ")
                 ));
             }
+        }
+        if let Some(note) = &st.samples_note {
+            v = v.with_evidence(note.clone());
         }
         v = v.with_evidence(period);
         Ok(v.with_remediation(rem.trim_end().to_owned()))

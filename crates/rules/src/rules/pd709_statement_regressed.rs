@@ -293,6 +293,9 @@ impl Rule for StatementRegressed {
         let mut tables = Vec::new();
         for j in &regressed {
             v = v.with_evidence(evidence(j));
+            for line in j.digest.sample_lines() {
+                v = v.with_evidence(line);
+            }
             for (schema, table) in j.digest.tables() {
                 let t = format!("`{schema}`.`{table}`");
                 if !tables.contains(&t) {

@@ -31,7 +31,7 @@ use std::{
 };
 
 use powerdiag_rules::{
-    DbError, DbErrorKind, Digest, DigestCounters, DigestHistory, HISTORY_DIGESTS_MAX,
+    DbError, DbErrorKind, Digest, DigestCounters, DigestHistory, Gathered, HISTORY_DIGESTS_MAX,
     HISTORY_POINTS_MAX, IntervalPoint, MariadbFacts, StatementPeriod, StatementTotals, Statements,
     StatusVar, Var,
 };
@@ -52,6 +52,11 @@ pub struct StatementOptions {
     pub tracker: Option<StatementTracker>,
     /// The agent: digests given their own running counters (the rest are `other`).
     pub counters_top: u32,
+    /// Doctor (`--explain`): one concrete execution of each statement PD701/PD703 can name and
+    /// its plan. Never in the agent.
+    pub explain: bool,
+    /// Replace the literals of those executions and plans by `?` (`--redact`).
+    pub redact: bool,
 }
 
 impl Default for StatementOptions {
@@ -61,6 +66,8 @@ impl Default for StatementOptions {
             window: Duration::from_secs(900),
             tracker: None,
             counters_top: 20,
+            explain: false,
+            redact: false,
         }
     }
 }
@@ -396,6 +403,7 @@ pub(crate) fn parse_top(rows: &[TextRow], raw: &mut Raw) {
             last_seen: tcol(row, 17),
             last_seen_age_seconds: tcol_u64(row, 18),
             first_seen_age_seconds: tcol_u64(row, 19),
+            sample: None,
         });
     }
 }
@@ -474,6 +482,7 @@ pub(crate) fn since_reset(
         tables: Vec::new(),
         counters: Vec::new(),
         history: Vec::new(),
+        samples_note: None,
     }
 }
 
@@ -547,6 +556,7 @@ pub(crate) fn interval(
         tables: Vec::new(),
         counters: Vec::new(),
         history: Vec::new(),
+        samples_note: None,
     }
 }
 
@@ -613,6 +623,170 @@ async fn add_indexes(s: &mut Session, st: &mut Statements) {
     }
 }
 
+/// Most statements `--explain` takes a concrete execution of and explains.
+pub(crate) const EXPLAINED_MAX: usize = 5;
+
+/// The statement that turns on the statement history `--explain` reads (until a restart).
+pub(crate) const HISTORY_CONSUMERS_FIX: &str = "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ('events_statements_current', 'events_statements_history_long')";
+
+/// What turning the history on costs, measured (docs/performance.md, "Statement history").
+pub(crate) const HISTORY_CONSUMERS_COST: &str = "cost: each statement's event is then copied into a ring of performance_schema_events_statements_history_long_size rows, under 4 µs of server CPU per statement as measured on MariaDB 11.8 (not distinguishable from noise on a 106 µs point SELECT), and no memory beyond the buffers the server allocated at start-up";
+
+/// The listed statements PD701 and PD703 can name, busiest first: `SELECT`s (only those can be
+/// explained safely) that used no index or read ten rows or more per row sent.
+pub(crate) fn explain_candidates(st: &Statements) -> Vec<usize> {
+    let mut idx: Vec<usize> = st
+        .digests
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| {
+            d.calls > 0
+                && d.kind() == powerdiag_rules::StatementKind::Select
+                && !d.is_vector_search()
+                && (d.no_index_share() > 0.0
+                    || d.examined_per_call() >= 10.0 * d.sent_per_call().max(1.0))
+                && d.digest.chars().all(|c| c.is_ascii_hexdigit())
+                && !d.digest.is_empty()
+        })
+        .map(|(i, _)| i)
+        .collect();
+    idx.sort_by_key(|&i| std::cmp::Reverse(st.digests[i].time_us));
+    idx.truncate(EXPLAINED_MAX);
+    idx
+}
+
+/// `doctor --explain`: one recent concrete execution of each statement PD701/PD703 can name,
+/// from performance_schema's statement history, and its `EXPLAIN FORMAT=JSON` (plain
+/// `SELECT`s only, in a read-only transaction, at most 2 s). Three statements plus one per
+/// explained statement (and a `USE` of its schema: the session is doctor's own and closes
+/// after the collection). Literals replaced by `?` when `redact`.
+async fn add_samples(s: &mut Session, st: &mut Statements, redact: bool) {
+    let idx = explain_candidates(st);
+    if idx.is_empty() {
+        return;
+    }
+    let note = |why: String| Some(format!("no concrete statement to EXPLAIN: {why}"));
+    let consumers = match s
+        .query("SELECT NAME, ENABLED, @@performance_schema_max_sql_text_length FROM performance_schema.setup_consumers WHERE NAME IN ('events_statements_current', 'events_statements_history', 'events_statements_history_long')")
+        .await
+    {
+        Ok(rows) => text_rows(&rows),
+        Err(e) => {
+            st.samples_note = note(format!("performance_schema.setup_consumers: {}", e.message));
+            return;
+        }
+    };
+    let on = |name: &str| {
+        consumers
+            .iter()
+            .any(|r| tcol(r, 0).as_deref() == Some(name) && tcol(r, 1).as_deref() == Some("YES"))
+    };
+    let max_len = consumers
+        .first()
+        .and_then(|r| tcol_u64(r, 2))
+        .map(|n| n as usize);
+    let table = if on("events_statements_current") && on("events_statements_history_long") {
+        "events_statements_history_long"
+    } else if on("events_statements_current") && on("events_statements_history") {
+        "events_statements_history"
+    } else {
+        st.samples_note = note(format!(
+            "performance_schema keeps no statement history (the consumers events_statements_current and events_statements_history_long are off, as MariaDB ships them); turn them on with `{HISTORY_CONSUMERS_FIX}` (until a restart; in my.cnf: performance_schema_consumer_events_statements_current = ON and performance_schema_consumer_events_statements_history_long = ON) — {HISTORY_CONSUMERS_COST}"
+        ));
+        return;
+    };
+    let list = idx
+        .iter()
+        .map(|&i| format!("'{}'", st.digests[i].digest))
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows = match s
+        .query(&format!(
+            "SELECT DIGEST, SQL_TEXT, CURRENT_SCHEMA FROM performance_schema.{table} WHERE DIGEST IN ({list}) AND SQL_TEXT IS NOT NULL ORDER BY TIMER_START DESC"
+        ))
+        .await
+    {
+        Ok(rows) => text_rows(&rows),
+        Err(e) => {
+            st.samples_note = note(format!("performance_schema.{table}: {}", e.message));
+            return;
+        }
+    };
+    let mut missing = 0;
+    for i in idx {
+        let digest = st.digests[i].digest.clone();
+        let Some(row) = rows
+            .iter()
+            .find(|r| tcol(r, 0).as_deref() == Some(digest.as_str()))
+        else {
+            missing += 1;
+            continue;
+        };
+        let text = tcol(row, 1).unwrap_or_default();
+        let schema = tcol(row, 2);
+        let mut plan = match powerdiag_rules::plan::not_explainable(&text, max_len) {
+            Some(why) => Gathered::Unavailable(why),
+            None => explain(s, schema.as_deref(), &text).await,
+        };
+        let sql_text = if redact {
+            if let Gathered::Available(p) = &mut plan {
+                for t in &mut p.tables {
+                    t.condition = t.condition.as_deref().map(powerdiag_rules::plan::redact);
+                }
+            }
+            powerdiag_rules::plan::redact(&text)
+        } else {
+            text
+        };
+        st.digests[i].sample = Some(powerdiag_rules::StatementSample {
+            sql_text,
+            redacted: redact,
+            schema,
+            plan,
+        });
+        if !s.alive() {
+            break;
+        }
+    }
+    if missing > 0 {
+        st.notes.push(format!(
+            "{missing} statement(s) to explain had no execution left in performance_schema.{table} (a ring of the latest statements of all sessions)"
+        ));
+    }
+}
+
+/// `EXPLAIN FORMAT=JSON` of a plain `SELECT` in `schema`, read-only, at most 2 s.
+async fn explain(
+    s: &mut Session,
+    schema: Option<&str>,
+    text: &str,
+) -> Gathered<powerdiag_rules::Plan> {
+    if let Some(db) = schema
+        && let Err(e) = s.exec(&format!("USE `{}`", db.replace('`', "``"))).await
+    {
+        return Gathered::Unavailable(format!("USE of its schema: {}", e.message));
+    }
+    if let Err(e) = s.exec("START TRANSACTION READ ONLY").await {
+        return Gathered::Unavailable(format!("a read-only transaction: {}", e.message));
+    }
+    let r = s
+        .query(&format!(
+            "SET STATEMENT max_statement_time = 2 FOR EXPLAIN FORMAT=JSON {text}"
+        ))
+        .await;
+    let _ = s.exec("ROLLBACK").await;
+    match r {
+        Ok(rows) => match text_rows(&rows).first().and_then(|r| tcol(r, 0)) {
+            Some(json) => match powerdiag_rules::plan::parse_plan(&json) {
+                Ok(p) => Gathered::Available(p),
+                Err(e) => Gathered::Unavailable(e),
+            },
+            None => Gathered::Unavailable("EXPLAIN returned no row".into()),
+        },
+        Err(e) => Gathered::Unavailable(format!("EXPLAIN: {}", e.message)),
+    }
+}
+
 /// Why a sample has no statements, and whether that is a collector failure (a read that
 /// failed) or a fact (performance_schema off, the agent's first interval).
 #[derive(Debug)]
@@ -642,6 +816,9 @@ pub(crate) async fn collect(
         let raw = read(s, window, opts.limit, true).await.map_err(failed)?;
         let mut st = since_reset(raw, window, opts.limit, uptime);
         add_indexes(s, &mut st).await;
+        if opts.explain {
+            add_samples(s, &mut st, opts.redact).await;
+        }
         return Ok(st);
     };
     if let Some(last) = tracker.not_due() {
