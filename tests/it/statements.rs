@@ -598,6 +598,20 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
     lookups
         .spike
         .store(false, std::sync::atomic::Ordering::Relaxed);
+    // A snapshot of a few seconds of the indexed lookups, for `diff` below.
+    let dir = tempfile::tempdir().unwrap();
+    let collect = |name: &str| {
+        reset_digests(&server);
+        std::thread::sleep(Duration::from_secs(3));
+        let path = dir.path().join(name);
+        let c = run(powerdiag()
+            .env("POWERDIAG_MARIADB_URL", server.root_url())
+            .args(["collect", "--no-probe", "--sample-window", "0", "-o"])
+            .arg(&path));
+        assert_eq!(c.code, 0, "{}", c.stderr);
+        path
+    };
+    let before = collect("before.json");
     // The index dropped: every lookup scans 200,000 rows.
     let dropped = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -642,6 +656,33 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
             .contains("SHOW INDEX FROM `pd_regress`.`orders`;"),
         "{c:#}"
     );
+    // diff: the statement on both sides, regressed from A to B, with its rows per call.
+    let after = collect("after.json");
+    let d = run(powerdiag()
+        .args(["diff", "--format", "json"])
+        .arg(&before)
+        .arg(&after));
+    let both = d.json()["statements"]["both"].clone();
+    let lookup = both
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["text"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("`pd_regress` . `orders`")
+        })
+        .unwrap_or_else(|| panic!("the lookup is not on both sides: {both:#}"))
+        .clone();
+    assert_eq!(lookup["regressed"], true, "{lookup:#}");
+    assert!(
+        lookup["rows_examined_per_call_b"].as_f64().unwrap()
+            > 100.0 * lookup["rows_examined_per_call_a"].as_f64().unwrap(),
+        "{lookup:#}"
+    );
+    let text = run(powerdiag().args(["diff"]).arg(&before).arg(&after));
+    assert!(text.stdout.contains("REGRESSED "), "{}", text.stdout);
     // The index back: the next intervals are as fast as before.
     sql(
         &server,
