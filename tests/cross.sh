@@ -28,9 +28,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 cd "$ROOT"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
-ZIG_VERSION=0.17.1
-ZIGBUILD_VERSION=0.24.1
-ZIG_VENV=$POWERDIAG_CACHE_DIR/zig-venv-$ZIG_VERSION
+ZIGBUILD_VERSION=0.24.1 # ZIG_VERSION and ZIG_VENV: tests/harness/lib.sh
 
 setup() {
     local t

@@ -188,7 +188,7 @@ initramfs() { # CONFIG FILE WORK
     cp "$g/bash" "$r/bin/bash"
     "$(cross_strip "$c")" -o "$r/usr/bin/powerdiag" "$bin" ||
         die "$(cross_strip "$c") failed (binutils for the target: packages.txt's gcc-*-linux-gnu)"
-    zig=$("$POWERDIAG_CACHE_DIR/zig-venv-0.17.1/bin/python" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))' 2>/dev/null) ||
+    zig=$("$ZIG_VENV/bin/python" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))' 2>/dev/null) ||
         die "no zig (tests/cross.sh setup installs it)"
     "$zig" cc -target "$(zig_target "$c")" -static -O2 -s -o "$r/usr/sbin/mariadbd" "$HERE/qemu-system/mariadbd.c" ||
         die "compiling the stand-in mariadbd for $c failed"

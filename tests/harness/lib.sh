@@ -9,6 +9,10 @@ POWERDIAG_CACHE_DIR=${POWERDIAG_CACHE_DIR:-/var/cache/powerdiag}
 TRIXIE_ROOT=$POWERDIAG_CACHE_DIR/trixie-mariadb
 TRIXIE_WRAP=$POWERDIAG_CACHE_DIR/trixie-mariadb-wrap
 TRIXIE_BASE=$POWERDIAG_CACHE_DIR/trixie-mariadb-base
+# zig from PyPI (ziglang): tests/cross.sh installs it, tests/qemu-system.sh uses it.
+ZIG_VERSION=0.17.1
+# shellcheck disable=SC2034 # used by tests/cross.sh and tests/qemu-system.sh
+ZIG_VENV=$POWERDIAG_CACHE_DIR/zig-venv-$ZIG_VERSION
 # Written inside the root just before the atomic rename: its presence means "complete".
 TRIXIE_MARKER=.powerdiag-root-complete
 # Programs that get a loader wrapper (the notes' list plus mariadb-install-db helpers).

@@ -14,7 +14,7 @@ use mysql_async::{Conn, prelude::Queryable};
 use serde_json::Value;
 
 use crate::support::*;
-use crate::watcher::{Watcher, conn, exec, explain};
+use crate::watcher::{Watcher, conn, exec, explain, global_status};
 
 const CGROUP: &str = "gal3";
 
@@ -35,13 +35,9 @@ fn doctor(server: &Server) -> Value {
     .json()
 }
 
-async fn global_status(c: &mut Conn, name: &str) -> u64 {
-    let v: Option<(String, String)> = c
-        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-        .await
-        .unwrap();
-    v.and_then(|(_, v)| v.parse().ok())
-        .unwrap_or_else(|| panic!("status {name}"))
+async fn status_u64(c: &mut Conn, name: &str) -> u64 {
+    let v = global_status(c, name).await;
+    v.parse().unwrap_or_else(|_| panic!("status {name}: {v:?}"))
 }
 
 /// Single-row updates of a table without a key on gal1 (each a full scan wherever it is
@@ -166,7 +162,7 @@ fn a_galera_cluster_healthy_throttled_and_losing_a_node() {
     block_on(async {
         let mut c = conn(g1).await;
         let t0 = std::time::Instant::now();
-        while global_status(&mut c, "wsrep_flow_control_recv").await == 0 {
+        while status_u64(&mut c, "wsrep_flow_control_recv").await == 0 {
             assert!(
                 t0.elapsed() < Duration::from_secs(60),
                 "no flow control within 60 s"
@@ -235,7 +231,7 @@ fn a_galera_cluster_healthy_throttled_and_losing_a_node() {
     block_on(async {
         let mut c = conn(g3).await;
         let t0 = std::time::Instant::now();
-        while global_status(&mut c, "wsrep_local_recv_queue").await > 0 {
+        while status_u64(&mut c, "wsrep_local_recv_queue").await > 0 {
             assert!(
                 t0.elapsed() < Duration::from_secs(120),
                 "gal3 did not catch up"

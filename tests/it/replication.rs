@@ -18,7 +18,7 @@ use mysql_async::{Conn, prelude::Queryable};
 use serde_json::Value;
 
 use crate::support::*;
-use crate::watcher::{Watcher, conn, exec, explain};
+use crate::watcher::{Watcher, conn, exec, explain, global_status};
 
 fn doctor(server: &Server) -> Value {
     doctor_json(
@@ -651,14 +651,6 @@ fn multi_source(p: &Server, r: &Server) {
         )
         .await
     });
-}
-
-async fn global_status(c: &mut Conn, name: &str) -> String {
-    let v: Option<(String, String)> = c
-        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-        .await
-        .unwrap();
-    v.unwrap_or_else(|| panic!("no status {name}")).1
 }
 
 /// PD224: semi-sync enabled on the primary with no replica acknowledging → after one commit

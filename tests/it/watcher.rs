@@ -31,6 +31,16 @@ pub(crate) async fn exec(c: &mut Conn, sqls: &[&str]) {
     }
 }
 
+/// A global status variable's value (`SHOW GLOBAL STATUS LIKE`); panics when the server has
+/// none of that name.
+pub(crate) async fn global_status(c: &mut Conn, name: &str) -> String {
+    let v: Option<(String, String)> = c
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .await
+        .unwrap();
+    v.unwrap_or_else(|| panic!("no status {name}")).1
+}
+
 pub(crate) fn explain(j: &Value, codes: &[&str]) -> String {
     codes
         .iter()

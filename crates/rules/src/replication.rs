@@ -180,6 +180,15 @@ impl ReplicaConnection {
     }
 }
 
+/// A position or GTID for a finding: `(none)` when the server left it empty.
+pub(crate) fn or_none(s: &str) -> String {
+    if s.is_empty() {
+        "(none)".to_owned()
+    } else {
+        crate::display_text(s, 200)
+    }
+}
+
 pub(crate) fn replication_not_recorded() -> Gathered<Replication> {
     Gathered::Unavailable("not recorded: the snapshot predates replication reads".into())
 }

@@ -1,3 +1,4 @@
+use crate::replication::or_none;
 use crate::{Limits, ReplicaConnection, Rule, Snapshot, Verdict, declare_rule, display_text};
 
 declare_rule! {
@@ -101,13 +102,6 @@ fn evidence(c: &ReplicaConnection) -> Vec<String> {
     out
 }
 
-fn or_none(s: &str) -> String {
-    if s.is_empty() {
-        "(none)".to_owned()
-    } else {
-        display_text(s, 200)
-    }
-}
 
 /// The GTID an SQL error names ("…, Gtid 0-1-6, Internal MariaDB error code: 1062").
 fn failed_gtid(error: &str) -> Option<&str> {

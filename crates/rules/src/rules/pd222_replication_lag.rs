@@ -1,3 +1,4 @@
+use crate::replication::or_none;
 use crate::{
     LagReading, Limits, LockKind, ReplicaConnection, Rule, Snapshot, Threshold, Unit, Var,
     Verdict, declare_rule, display_text, format_secs,
@@ -404,13 +405,6 @@ fn lag_words(c: &ReplicaConnection, lag: u64) -> String {
     }
 }
 
-fn or_none(s: &str) -> String {
-    if s.is_empty() {
-        "(none)".to_owned()
-    } else {
-        display_text(s, 200)
-    }
-}
 
 impl Rule for ReplicationLag {
     fn check(&self, s: &Snapshot, limits: &Limits) -> Result<Verdict, Verdict> {

@@ -56,7 +56,7 @@ impl Rule for GaleraFlowControl {
                 "the time paused by flow control needs a window of two status reads: {why}"
             ))
         })?;
-        let paused_ns = c.get(crate::StatusVar::WsrepFlowControlPausedNs)?;
+        let paused_ns = c.get(StatusVar::WsrepFlowControlPausedNs)?;
         let sent = c.get(StatusVar::WsrepFlowControlSent)?;
         let recv = c.get(StatusVar::WsrepFlowControlRecv)?;
         let share = (paused_ns as f64 / 1e9 / c.seconds()).min(1.0);
