@@ -34,6 +34,16 @@ fn sql(server: &Server, statement: &str) {
     });
 }
 
+/// `powerdiag collect` of `server` (no probe, no window) into `path`.
+fn collect_into(server: &Server, path: &std::path::Path) -> std::path::PathBuf {
+    let c = run(powerdiag()
+        .env("POWERDIAG_MARIADB_URL", server.root_url())
+        .args(["collect", "--no-probe", "--sample-window", "0", "-o"])
+        .arg(path));
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    path.to_owned()
+}
+
 fn reset_digests(server: &Server) {
     sql(
         server,
@@ -154,15 +164,7 @@ fn orm_story(server: &Server) {
 
     // Fix, reset, and run the same pages written well.
     let dir = tempfile::tempdir().unwrap();
-    let collect = |name: &str| {
-        let path = dir.path().join(name);
-        let c = run(powerdiag()
-            .env("POWERDIAG_MARIADB_URL", &root)
-            .args(["collect", "--no-probe", "--sample-window", "0", "-o"])
-            .arg(&path));
-        assert_eq!(c.code, 0, "{}", c.stderr);
-        path
-    };
+    let collect = |name: &str| collect_into(server, &dir.path().join(name));
     let before = collect("before.json");
     orm(server, &["fix"]);
     reset_digests(server);
@@ -562,19 +564,7 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
     );
     let lookups = Lookups::start(&server, Duration::from_millis(5));
     let status = || agent_status(agent.port, "PD709").unwrap_or_default();
-    let explain = || {
-        let (_, _, body) = get(agent.port, "/api/v1/snapshot").unwrap_or_default();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("snapshot.json");
-        std::fs::write(&path, body).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"))
-            .args(["doctor", "--format", "json", "--from"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        check(&report, "PD709").clone()
-    };
+    let explain = || check(&crate::watcher::agent_report(agent.port), "PD709").clone();
     // Judged once three earlier intervals are known (the first interval lasts ≤ 60 s).
     assert!(
         eventually(Duration::from_secs(90), || status() == "pass"),
@@ -603,13 +593,7 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
     let collect = |name: &str| {
         reset_digests(&server);
         std::thread::sleep(Duration::from_secs(3));
-        let path = dir.path().join(name);
-        let c = run(powerdiag()
-            .env("POWERDIAG_MARIADB_URL", server.root_url())
-            .args(["collect", "--no-probe", "--sample-window", "0", "-o"])
-            .arg(&path));
-        assert_eq!(c.code, 0, "{}", c.stderr);
-        path
+        collect_into(&server, &dir.path().join(name))
     };
     let before = collect("before.json");
     // The index dropped: every lookup scans 200,000 rows.

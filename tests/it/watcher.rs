@@ -49,6 +49,23 @@ pub(crate) fn explain(j: &Value, codes: &[&str]) -> String {
         .join("\n")
 }
 
+/// The current snapshot of the agent on `port` judged again by `powerdiag doctor --from`
+/// (JSON; `Null` when the agent does not answer).
+pub(crate) fn agent_report(port: u16) -> Value {
+    let Some((_, _, body)) = crate::agent::get(port, "/api/v1/snapshot") else {
+        return Value::Null;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, body).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"))
+        .args(["doctor", "--format", "json", "--from"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
 /// The agent sampling every `INTERVAL` for the whole of a test: it keeps its status history
 /// across the provoked state, the fix and the quiet after it, as in production.
 pub(crate) struct Watcher {
@@ -158,18 +175,7 @@ impl Watcher {
 
     /// The agent's current snapshot judged again by `powerdiag doctor --from` (JSON).
     pub(crate) fn report(&self) -> Value {
-        let Some((_, _, body)) = crate::agent::get(self.agent.port, "/api/v1/snapshot") else {
-            return Value::Null;
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("snapshot.json");
-        std::fs::write(&path, body).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_powerdiag"))
-            .args(["doctor", "--format", "json", "--from"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_default()
+        agent_report(self.agent.port)
     }
 
     /// Right after a fix: watches `codes` for two sample intervals (and a sample's own time),
