@@ -45,6 +45,7 @@ pub(crate) fn replay(tree: &Path) -> Snapshot {
             error_log_cache: None,
             schema_cache: None,
             replication_cache: None,
+            dictionary_bound: None,
         },
         taken_at: None,
         roots: Roots::tree(tree),

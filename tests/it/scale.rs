@@ -162,6 +162,107 @@ fn statements_do_not_grow_with_the_number_of_tables() {
     // dictionary lacks), never all 10,000; the server's own tables and the vector
     // collector's are a few dozen more.
     assert!(many.doctor_opened.0 < 600, "{many:?}");
+    dictionary_bound(&server, many.doctor_no_probe);
+}
+
+/// Doctor's bound on the dictionary reads, lowered below the 10,000 tables: the schema read is
+/// left out and PD705–PD708 say why and how to read it; the same vector indexes are listed
+/// from InnoDB's persistent statistics, with a note; fewer statements. Then the schema
+/// collector asked for by name reads the schema anyway.
+fn dictionary_bound(server: &Server, unbounded_statements: u64) {
+    let url = server.root_url();
+    let collect = |extra: &[&str]| -> Value {
+        let r = run(powerdiag()
+            .env("POWERDIAG_MARIADB_URL", &url)
+            .args(["collect", "--no-probe", "--sample-window", "0"])
+            .args(extra));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+    };
+    let names = |snap: &Value| -> Vec<String> {
+        let mut v: Vec<String> = snap["mariadb"]["facts"]["vector_indexes"]["available"]
+            .as_array()
+            .unwrap_or_else(|| {
+                panic!(
+                    "no vector indexes: {:#}",
+                    snap["mariadb"]["facts"]["vector_indexes"]
+                )
+            })
+            .iter()
+            .map(|i| format!("{}.{}", i["schema"], i["table"]))
+            .collect();
+        v.sort();
+        v
+    };
+    let all = collect(&[]);
+    let bounded = collect(&["--dictionary-max-tables", "5000"]);
+    assert!(
+        names(&all).len() >= 4,
+        "{:#}",
+        all["mariadb"]["facts"]["vector_indexes"]
+    );
+    assert_eq!(names(&bounded), names(&all));
+    let notes = bounded["mariadb"]["facts"]["notes"].to_string();
+    assert!(
+        notes.contains("vector indexes listed from InnoDB's persistent statistics")
+            && notes.contains("above doctor's bound of 5000 (--dictionary-max-tables)"),
+        "{notes}"
+    );
+    let why = bounded["mariadb"]["facts"]["schema"]["unavailable"]
+        .as_str()
+        .unwrap_or_else(|| {
+            panic!(
+                "the schema was read: {:#}",
+                bounded["mariadb"]["facts"]["schema"]
+            )
+        })
+        .to_owned();
+    assert!(
+        why.starts_with("left out: the server has ")
+            && why.contains("doctor --collector.mariadb_schema"),
+        "{why}"
+    );
+    let r = doctor_json(&url, &["--no-probe", "--dictionary-max-tables", "5000"]).json();
+    for code in ["PD705", "PD706", "PD707", "PD708"] {
+        let c = check(&r, code);
+        assert_eq!(c["status"], "insufficient_data", "{code}: {c:#}");
+        assert!(
+            c["summary"]
+                .as_str()
+                .unwrap()
+                .contains("left out: the server has "),
+            "{code}: {c:#}"
+        );
+    }
+    // Asked for by name, the schema is read whatever the bound.
+    let forced = collect(&[
+        "--dictionary-max-tables",
+        "5000",
+        "--collector.mariadb_schema",
+    ]);
+    assert!(
+        forced["mariadb"]["facts"]["schema"]["available"].is_object(),
+        "{:#}",
+        forced["mariadb"]["facts"]["schema"]
+    );
+    // And the bounded doctor sends fewer statements than the unbounded one.
+    let bounded_statements = block_on(async {
+        let pool = server.pool();
+        let mut c = pool.get_conn().await.unwrap();
+        let q = "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='QUESTIONS'";
+        let q0: u64 = c.query_first(q).await.unwrap().unwrap();
+        let q1: u64 = c.query_first(q).await.unwrap().unwrap();
+        let r = doctor_json(&url, &["--no-probe", "--dictionary-max-tables", "5000"]);
+        assert!(r.code <= 2, "{}", r.stderr);
+        let q2: u64 = c.query_first(q).await.unwrap().unwrap();
+        drop(c);
+        pool.disconnect().await.unwrap();
+        q2 - q1 - (q1 - q0)
+    });
+    assert!(
+        bounded_statements < unbounded_statements,
+        "bounded {bounded_statements}, unbounded {unbounded_statements}"
+    );
 }
 
 /// The agent reads the variables with `SELECT @@global...` after its first sample; doctor with

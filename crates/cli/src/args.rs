@@ -219,7 +219,7 @@ pub(crate) struct DoctorArgs {
     /// Judge a recorded snapshot (`powerdiag collect -o FILE`, or a saved `doctor --format json`
     /// report) instead of this host: same report and exit status, on any platform. `-` reads
     /// stdin
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "statements_window", "explain", "redact", "procfs", "sysfs", "rootfs"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mariadb_defaults_file", "no_probe", "sample_window", "statements_window", "dictionary_max_tables", "explain", "redact", "procfs", "sysfs", "rootfs"])]
     pub(crate) from: Option<PathBuf>,
 
     /// Judge with the rule settings of an agent configuration file (TOML: `[rules] disabled`
@@ -301,6 +301,13 @@ pub(crate) struct CollectArgs {
     /// (their counts are totals since the digest table was last reset), e.g. 15m, 1h
     #[arg(long, default_value = "15m", value_name = "DURATION", value_parser = parse_statements_window)]
     pub(crate) statements_window: Duration,
+
+    /// Above this many InnoDB tables (with persistent statistics), leave out the reads of
+    /// InnoDB's dictionary whose cost grows with the tables: the schema read (PD705-PD708 say
+    /// so; --collector.mariadb_schema reads it anyway) and the dictionary scan that lists
+    /// vector indexes (they are then listed from the persistent statistics)
+    #[arg(long, default_value_t = powerdiag_agent::collect::DEFAULT_DICTIONARY_MAX_TABLES, value_name = "N")]
+    pub(crate) dictionary_max_tables: u64,
 
     /// For the statements the statement rules can name (up to 5 SELECTs), read one recent
     /// concrete execution from performance_schema's statement history and run EXPLAIN

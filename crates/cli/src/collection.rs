@@ -43,6 +43,10 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             schema_cache: None,
             // Read at both ends of the window too (PD222's trend).
             replication_cache: Some(Default::default()),
+            dictionary_bound: Some(collect::DictionaryBound {
+                max_tables: args.dictionary_max_tables,
+                schema_forced: args.collectors.selection.turned_on("mariadb_schema"),
+            }),
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
         roots: roots(&args.paths)?,

@@ -117,6 +117,11 @@ impl Selection {
         s
     }
 
+    /// Was the collector named `name` turned on explicitly (not by default)?
+    pub fn turned_on(&self, name: &str) -> bool {
+        self.choices.get(name).is_some_and(|(on, _)| *on)
+    }
+
     pub fn is_enabled(&self, d: &Descriptor) -> bool {
         self.choices
             .get(d.name)

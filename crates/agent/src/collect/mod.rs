@@ -23,9 +23,9 @@ use std::time::Duration;
 use powerdiag_rules::{CollectorRun, Gathered, OsFacts, Snapshot, Var};
 
 pub use mariadb::{
-    DEFAULT_MAX_TABLES, ErrorLogCache, LockCache, MariadbOptions, NoProgress, ProbeObserver,
-    ProbeOptions, ReplicationCache, Reuse, SchemaCache, StatementOptions, StatementTracker,
-    VectorCache,
+    DEFAULT_DICTIONARY_MAX_TABLES, DEFAULT_MAX_TABLES, DictionaryBound, ErrorLogCache, LockCache,
+    MariadbOptions, NoProgress, ProbeObserver, ProbeOptions, ReplicationCache, Reuse, SchemaCache,
+    StatementOptions, StatementTracker, VectorCache,
 };
 
 /// What a one-shot collection should do.

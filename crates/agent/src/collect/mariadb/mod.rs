@@ -91,6 +91,37 @@ pub struct MariadbOptions {
     /// readings PD222 judges the lag's trend from (doctor: a fresh one, filled at the start of
     /// its window); `None` always reads, and keeps no history.
     pub replication_cache: Option<ReplicationCache>,
+    /// Doctor's bound on InnoDB dictionary scans (`--dictionary-max-tables`); `None` has none
+    /// (the agent, which reads the schema once a day and the vector list once per start).
+    pub dictionary_bound: Option<DictionaryBound>,
+}
+
+/// Doctor's bound on the reads of InnoDB's dictionary, whose cost grows with the tables on the
+/// server (InnoDB fills its `INFORMATION_SCHEMA` views whole, whatever the `WHERE`): above
+/// `max_tables` tables with persistent statistics (the InnoDB size read counts them, before
+/// either read), doctor leaves the schema read out (PD705–PD708 say so; ~0.9 s of server CPU
+/// at 100,000 tables) unless `schema_forced`, and lists vector indexes from the InnoDB size
+/// read's own scan of `mysql.innodb_table_stats` instead of the dictionary (~0.23 s at
+/// 100,000), which misses a graph table without persistent statistics (the finding says so).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DictionaryBound {
+    pub max_tables: u64,
+    /// `--collector.mariadb_schema` given: read the schema whatever the tables.
+    pub schema_forced: bool,
+}
+
+/// `--dictionary-max-tables`' default.
+pub const DEFAULT_DICTIONARY_MAX_TABLES: u64 = 20_000;
+
+impl DictionaryBound {
+    /// The tables with persistent statistics, when the InnoDB size read found more than the
+    /// bound.
+    pub(crate) fn exceeded(&self, facts: &powerdiag_rules::MariadbFacts) -> Option<u64> {
+        match &facts.innodb_size {
+            Gathered::Available(s) if s.tables > self.max_tables => Some(s.tables),
+            _ => None,
+        }
+    }
 }
 
 /// What the agent keeps between samples. Connecting costs the server more CPU (~0.6 ms:
@@ -234,6 +265,7 @@ fn before_window(opts: &MariadbOptions) -> [Box<dyn Part + '_>; 4] {
         }),
         Box::new(schema::SchemaPart {
             cache: opts.schema_cache.as_ref(),
+            bound: opts.dictionary_bound,
         }),
     ]
 }
@@ -254,6 +286,7 @@ fn after_window<'a>(
         }),
         Box::new(vector::VectorIndexes {
             cache: opts.vector_cache.as_ref(),
+            bound: opts.dictionary_bound,
         }),
         Box::new(probe::ProbePart {
             opts: opts.probe.as_ref(),

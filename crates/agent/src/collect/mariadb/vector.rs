@@ -720,6 +720,8 @@ pub(crate) fn parse_index_options(ddl: &str, index: &str) -> (Option<u32>, Optio
 pub(super) struct VectorIndexes<'o> {
     /// The agent's cache; `None` lists and sizes the indexes every time (doctor).
     pub(super) cache: Option<&'o VectorCache>,
+    /// Doctor's bound on the tables it scans the dictionary for.
+    pub(super) bound: Option<super::DictionaryBound>,
 }
 
 /// When the indexes were listed, what was found, the hidden tables listed (when InnoDB's
@@ -820,6 +822,36 @@ impl Part for VectorIndexes<'_> {
                 .and_then(|p| p.parse().ok());
             let cache = self.cache;
             let mark = ChangeMark::of(&ctx.facts.status, &SCHEMA_CHANGES);
+            // Above doctor's bound, the graph tables the InnoDB size read listed (no
+            // dictionary scan).
+            let bounded = self.bound.and_then(|b| {
+                let n = b.exceeded(ctx.facts)?;
+                let Gathered::Available(size) = &ctx.facts.innodb_size else {
+                    return None;
+                };
+                Some((b.max_tables, n, Listing::Hidden(size.vector_tables.clone())))
+            });
+            if let Some((max, n, listing)) = &bounded {
+                let known = Known {
+                    listing,
+                    indexes: &[],
+                };
+                let found = discover(ctx.s, page, Some(known)).await;
+                return match found {
+                    Ok(mut d) => {
+                        d.notes.push(format!(
+                            "vector indexes listed from InnoDB's persistent statistics (mysql.innodb_table_stats): the server has {n} InnoDB tables, above doctor's bound of {max} (--dictionary-max-tables), so InnoDB's dictionary was not scanned (about 0.23 s of server CPU at 100,000 tables); a vector index whose graph table has no persistent statistics is not seen"
+                        ));
+                        ctx.facts.notes.extend(d.notes);
+                        ctx.facts.vector_indexes = Gathered::Available(d.indexes);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        ctx.facts.vector_indexes = Gathered::Unavailable(e.message.clone());
+                        Err(CollectError::database(e))
+                    }
+                };
+            }
             // The kept list while it is fresh (not stored again: that would restart its
             // age, and it would never be read again).
             let (discovered, kept) = match cache.and_then(VectorCache::fresh) {
