@@ -24,12 +24,6 @@ pub struct InnodbSize {
     /// Seconds since the oldest table's statistics were last updated (server clock).
     #[serde(default)]
     pub oldest_stats_age_seconds: Option<u64>,
-    /// The hidden MHNSW graph tables among them (`db/table#i#NN`, as InnoDB's dictionary
-    /// names them), from the same read: how doctor lists vector indexes on a server with more
-    /// tables than its dictionary bound, where a scan of the dictionary would cost more than
-    /// everything else. A graph table without persistent statistics is not among them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub vector_tables: Vec<String>,
 }
 
 impl InnodbSize {

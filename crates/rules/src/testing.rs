@@ -219,7 +219,6 @@ impl SnapshotBuilder {
             data_bytes,
             index_bytes,
             oldest_stats_age_seconds: Some(60),
-            vector_tables: Vec::new(),
         });
         self
     }

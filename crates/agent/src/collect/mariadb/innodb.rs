@@ -24,13 +24,10 @@ use crate::collect::collector::{Descriptor, Requires};
 
 /// Pages × page size per kind of index, the table count and the oldest statistics' age.
 /// `innodb_page_size` is the server's own, so the product is done in SQL.
-/// The same scan lists the hidden vector graph tables (`…#i#NN`, at most a few hundred
-/// bytes each), for doctor above its dictionary bound (see `vector.rs`).
 pub(crate) const SIZE_SQL: &str = "SELECT COUNT(*), \
      COALESCE(SUM(clustered_index_size), 0) * @@innodb_page_size, \
      COALESCE(SUM(sum_of_other_index_sizes), 0) * @@innodb_page_size, \
-     TIMESTAMPDIFF(SECOND, MIN(last_update), NOW()), \
-     GROUP_CONCAT(IF(table_name LIKE '%#i#%', CONCAT(database_name, '/', table_name), NULL) SEPARATOR '\\n') \
+     TIMESTAMPDIFF(SECOND, MIN(last_update), NOW()) \
      FROM mysql.innodb_table_stats";
 
 /// The oldest transaction and the number open: one row (none when no transaction is open).
@@ -75,14 +72,6 @@ pub(crate) fn parse_size(rows: &[TextRow]) -> Result<InnodbSize, SizeError> {
         oldest_stats_age_seconds: tcol(row, 3)
             .and_then(|s| s.trim().parse::<i64>().ok())
             .map(|s| s.max(0) as u64),
-        vector_tables: tcol(row, 4)
-            .map(|s| {
-                s.lines()
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
     })
 }
 
@@ -328,16 +317,6 @@ mod tests {
         assert_eq!(s.tables, 12);
         assert_eq!(s.total_bytes(), 1_048_576_000 + 52_428_800);
         assert_eq!(s.oldest_stats_age_seconds, Some(37));
-        assert!(s.vector_tables.is_empty());
-        let s = parse_size(&[row(&[
-            Some("12"),
-            Some("1"),
-            Some("1"),
-            Some("37"),
-            Some("shop/docs#i#01\nshop/img#i#02"),
-        ])])
-        .unwrap();
-        assert_eq!(s.vector_tables, ["shop/docs#i#01", "shop/img#i#02"]);
         assert!(
             parse_size(&[row(&[Some("0"), Some("0"), Some("0"), None])])
                 .unwrap_err()
@@ -403,7 +382,6 @@ mod tests {
             data_bytes: 1,
             index_bytes: 2,
             oldest_stats_age_seconds: None,
-            vector_tables: Vec::new(),
         });
         let trx = Gathered::Available(Transactions::default());
         cache.store_size(&size);

@@ -228,6 +228,11 @@ async fn list_by_statistics(s: &mut Session, denied: &str) -> Result<Vec<VectorI
 /// joining all three cost ~320 ms. So only the names are always read; the sizes come from
 /// the persistent statistics by primary key ([`persistent_sql`], well under 1 ms), and the
 /// two expensive reads run only for hidden tables those do not size.
+/// The hidden tables InnoDB keeps persistent statistics of (doctor above its dictionary bound:
+/// ~35 ms of server CPU at 100,000 tables against ~0.23 s for [`HIDDEN_LIST_SQL`]; a graph
+/// table without persistent statistics is not listed).
+const STATS_LIST_SQL: &str = "SELECT CONCAT(database_name, '/', table_name) \
+     FROM mysql.innodb_table_stats WHERE table_name LIKE '%#i#%'";
 const HIDDEN_LIST_SQL: &str =
     "SELECT NAME FROM information_schema.INNODB_SYS_TABLES WHERE NAME LIKE '%#i#%'";
 /// The in-memory statistics of the hidden tables (read only when there are some).
@@ -822,21 +827,25 @@ impl Part for VectorIndexes<'_> {
                 .and_then(|p| p.parse().ok());
             let cache = self.cache;
             let mark = ChangeMark::of(&ctx.facts.status, &SCHEMA_CHANGES);
-            // Above doctor's bound, the graph tables the InnoDB size read listed (no
-            // dictionary scan).
-            let bounded = self.bound.and_then(|b| {
-                let n = b.exceeded(ctx.facts)?;
-                let Gathered::Available(size) = &ctx.facts.innodb_size else {
-                    return None;
+            // Above doctor's bound, the graph tables InnoDB keeps persistent statistics of
+            // (one scan of mysql.innodb_table_stats, no dictionary scan).
+            let bounded = self
+                .bound
+                .and_then(|b| Some((b.max_tables, b.exceeded(ctx.facts)?)));
+            if let Some((max, n)) = bounded {
+                let listed = ctx.s.query(STATS_LIST_SQL).await.map(|rows| {
+                    Listing::Hidden(text_rows(&rows).iter().filter_map(|r| tcol(r, 0)).collect())
+                });
+                let found = match listed {
+                    Ok(listing) => {
+                        let known = Known {
+                            listing: &listing,
+                            indexes: &[],
+                        };
+                        discover(ctx.s, page, Some(known)).await
+                    }
+                    Err(e) => Err(e),
                 };
-                Some((b.max_tables, n, Listing::Hidden(size.vector_tables.clone())))
-            });
-            if let Some((max, n, listing)) = &bounded {
-                let known = Known {
-                    listing,
-                    indexes: &[],
-                };
-                let found = discover(ctx.s, page, Some(known)).await;
                 return match found {
                     Ok(mut d) => {
                         d.notes.push(format!(
