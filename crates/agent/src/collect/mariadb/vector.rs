@@ -228,13 +228,13 @@ async fn list_by_statistics(s: &mut Session, denied: &str) -> Result<Vec<VectorI
 /// joining all three cost ~320 ms. So only the names are always read; the sizes come from
 /// the persistent statistics by primary key ([`persistent_sql`], well under 1 ms), and the
 /// two expensive reads run only for hidden tables those do not size.
+const HIDDEN_LIST_SQL: &str =
+    "SELECT NAME FROM information_schema.INNODB_SYS_TABLES WHERE NAME LIKE '%#i#%'";
 /// The hidden tables InnoDB keeps persistent statistics of (doctor above its dictionary bound:
 /// ~35 ms of server CPU at 100,000 tables against ~0.23 s for [`HIDDEN_LIST_SQL`]; a graph
 /// table without persistent statistics is not listed).
 const STATS_LIST_SQL: &str = "SELECT CONCAT(database_name, '/', table_name) \
      FROM mysql.innodb_table_stats WHERE table_name LIKE '%#i#%'";
-const HIDDEN_LIST_SQL: &str =
-    "SELECT NAME FROM information_schema.INNODB_SYS_TABLES WHERE NAME LIKE '%#i#%'";
 /// The in-memory statistics of the hidden tables (read only when there are some).
 const HIDDEN_STATS_SQL: &str = "SELECT NAME, NUM_ROWS, CLUST_INDEX_SIZE \
      FROM information_schema.INNODB_SYS_TABLESTATS WHERE NAME LIKE '%#i#%'";
@@ -804,6 +804,15 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     requires: Requires::Mariadb(11, 7),
 };
 
+/// Why the vector indexes are unknown, with the fix when there is one.
+fn unavailable(e: &DbError) -> String {
+    if e.hint.is_empty() {
+        e.message.clone()
+    } else {
+        format!("{}; fix: {}", e.message, e.hint)
+    }
+}
+
 impl Part for VectorIndexes<'_> {
     fn descriptor(&self) -> &'static Descriptor {
         &DESCRIPTOR
@@ -856,7 +865,7 @@ impl Part for VectorIndexes<'_> {
                         Ok(())
                     }
                     Err(e) => {
-                        ctx.facts.vector_indexes = Gathered::Unavailable(e.message.clone());
+                        ctx.facts.vector_indexes = Gathered::Unavailable(unavailable(&e));
                         Err(CollectError::database(e))
                     }
                 };
@@ -889,12 +898,7 @@ impl Part for VectorIndexes<'_> {
                     Ok(())
                 }
                 Err(e) => {
-                    let why = if e.hint.is_empty() {
-                        e.message.clone()
-                    } else {
-                        format!("{}; fix: {}", e.message, e.hint)
-                    };
-                    ctx.facts.vector_indexes = Gathered::Unavailable(why);
+                    ctx.facts.vector_indexes = Gathered::Unavailable(unavailable(&e));
                     Err(CollectError::database(e))
                 }
             }
