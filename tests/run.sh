@@ -24,7 +24,7 @@
 #      and a real Prometheus), then tests/soak.sh's short variant;
 #   5. stops the servers and removes the directory, whatever happened.
 #
-# Environment: POWERDIAG_IT_PORT_BASE (default 33100: m118 = +18, m1011 = +10, hang = +11,
+# Environment: POWERDIAG_IT_PORT_BASE (default 23100, below the kernel's ephemeral range: m118 = +18, m1011 = +10, hang = +11,
 # scale = +19, evict = +17, stmt118 = +20, stmt1011 = +12, tiny = +13 (on a tmpfs),
 # pitmem = +21, pitsql = +22, tls = +14 (TLS with tests/harness/tls.sh's certificates), tlsname =
 # +15 (its certificate names another host), nofa118 = +16 and nofa1011 = +23 (default options,
@@ -116,9 +116,18 @@ step "arm64 and ppc64le under qemu-user: every recorded tree and example as the 
 step "arm64 and ppc64le on Debian's own kernels under QEMU full-system emulation (tests/qemu-system.sh run)"
 "$HERE/qemu-system.sh" run
 
-base=${POWERDIAG_IT_PORT_BASE:-33100}
+base=${POWERDIAG_IT_PORT_BASE:-23100}
 if ! [[ $base =~ ^[0-9]+$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; then
     fail "POWERDIAG_IT_PORT_BASE must be a number from 1024 to 65500 (got '$base')"
+fi
+# Below the kernel's ephemeral ports: a client that keeps connecting to a port nobody listens on
+# yet (a Galera node to its peers, a replica to its stopped primary) is given ephemeral source
+# ports one after another, and when one equals the destination TCP connects the socket to itself
+# and holds the port, so the server it waits for cannot bind it (a CI run lost gal3 that way).
+read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=
+if [ -n "$eph_lo" ] && [ $((base + 46)) -ge "$eph_lo" ] && [ $((base + 9)) -le "$eph_hi" ]; then
+    printf 'run.sh: warning: test ports %s..%s overlap the ephemeral ports %s..%s (net.ipv4.ip_local_port_range): a retrying client can take a server'"'"'s port; choose POWERDIAG_IT_PORT_BASE below %s\n' \
+        $((base + 9)) $((base + 46)) "$eph_lo" "$eph_hi" $((eph_lo - 46)) >&2
 fi
 # name:offset of every test server; checked before anything starts so a busy port is one clear error.
 SERVER_PORTS=(m118:18 m1011:10 hang:11 scale:19 evict:17 stmt118:20 stmt1011:12 tiny:13 pitmem:21 pitsql:22 tls:14 tlsname:15 nofa118:16 nofa1011:23 lock118:24 lock1011:25 sat118:26 jrn118:27 schema118:28 schema1011:29 rp118:30 rr118:31 rp1011:32 rr1011:33 gal1:34 gal2:35 gal3:36 ms118:43)
@@ -138,7 +147,7 @@ for off in 37 38 39 40 41 42 44 45 46; do
     if port_in_use $((base + off)); then busy+=("$((base + off)) (Galera group communication/IST/SST)"); fi
 done
 [ "${#busy[@]}" -eq 0 ] ||
-    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+43; default 33100)"
+    fail "port(s) in use on 127.0.0.1: ${busy[*]}; stop what holds them (ss -ltnp) or move the test servers with POWERDIAG_IT_PORT_BASE=N (ports N+9..N+46; default 23100)"
 export POWERDIAG_IT_DIR
 POWERDIAG_IT_DIR=$(mktemp -d /tmp/powerdiag-it.XXXXXX)
 chmod 755 "$POWERDIAG_IT_DIR"

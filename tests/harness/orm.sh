@@ -5,9 +5,9 @@
 #
 #   orm.sh setup              create the virtualenv (once; versions pinned below)
 #   orm.sh run PORT ARGS...   run tests/harness/orm/app.py ARGS against 127.0.0.1:PORT as root
-#                             (password $POWERDIAG_IT_ROOT_PASSWORD), e.g. `run 33118 bad 40`
+#                             (password $POWERDIAG_IT_ROOT_PASSWORD), e.g. `run 23118 bad 40`
 #   orm.sh n1 PORT ARGS...    run tests/harness/orm/n1.py ARGS (N+1 shapes on both ORMs), e.g.
-#                             `n1 33112 run sqlalchemy reverse 9 40`
+#                             `n1 23112 run sqlalchemy reverse 9 40`
 #
 # Environment: POWERDIAG_CACHE_DIR (default /var/cache/powerdiag), POWERDIAG_IT_ROOT_PASSWORD.
 set -euo pipefail

@@ -841,56 +841,50 @@ impl Part for VectorIndexes<'_> {
             let bounded = self
                 .bound
                 .and_then(|b| Some((b.max_tables, b.exceeded(ctx.facts)?)));
-            if let Some((max, n)) = bounded {
-                let listed = ctx.s.query(STATS_LIST_SQL).await.map(|rows| {
-                    Listing::Hidden(text_rows(&rows).iter().filter_map(|r| tcol(r, 0)).collect())
-                });
-                let found = match listed {
-                    Ok(listing) => {
+            // Stored in the cache only when discovered afresh from the dictionary: not the kept
+            // list (that would restart its age, and it would never be read again), not doctor's
+            // bounded list.
+            let (discovered, store) = if let Some((max, n)) = bounded {
+                let found = match ctx.s.query(STATS_LIST_SQL).await {
+                    Ok(rows) => {
+                        let listing = Listing::Hidden(
+                            text_rows(&rows).iter().filter_map(|r| tcol(r, 0)).collect(),
+                        );
                         let known = Known {
                             listing: &listing,
                             indexes: &[],
                         };
-                        discover(ctx.s, page, Some(known)).await
+                        discover(ctx.s, page, Some(known)).await.map(|mut d| {
+                            d.notes.push(format!(
+                                "vector indexes listed from InnoDB's persistent statistics (mysql.innodb_table_stats): the server has {n} InnoDB tables, above doctor's bound of {max} (--dictionary-max-tables), so InnoDB's dictionary was not scanned (about 0.23 s of server CPU at 100,000 tables); a vector index whose graph table has no persistent statistics is not seen"
+                            ));
+                            d
+                        })
                     }
                     Err(e) => Err(e),
                 };
-                return match found {
-                    Ok(mut d) => {
-                        d.notes.push(format!(
-                            "vector indexes listed from InnoDB's persistent statistics (mysql.innodb_table_stats): the server has {n} InnoDB tables, above doctor's bound of {max} (--dictionary-max-tables), so InnoDB's dictionary was not scanned (about 0.23 s of server CPU at 100,000 tables); a vector index whose graph table has no persistent statistics is not seen"
-                        ));
-                        ctx.facts.notes.extend(d.notes);
-                        ctx.facts.vector_indexes = Gathered::Available(d.indexes);
-                        Ok(())
+                (found, false)
+            } else {
+                match cache.and_then(VectorCache::fresh) {
+                    Some(indexes) => (
+                        Ok(Discovery {
+                            indexes,
+                            ..Default::default()
+                        }),
+                        false,
+                    ),
+                    None => {
+                        let known = cache.and_then(|c| c.unchanged(mark.as_ref()));
+                        let known = known
+                            .as_ref()
+                            .map(|(listing, indexes)| Known { listing, indexes });
+                        (discover(ctx.s, page, known).await, true)
                     }
-                    Err(e) => {
-                        ctx.facts.vector_indexes = Gathered::Unavailable(unavailable(&e));
-                        Err(CollectError::database(e))
-                    }
-                };
-            }
-            // The kept list while it is fresh (not stored again: that would restart its
-            // age, and it would never be read again).
-            let (discovered, kept) = match cache.and_then(VectorCache::fresh) {
-                Some(indexes) => (
-                    Ok(Discovery {
-                        indexes,
-                        ..Default::default()
-                    }),
-                    true,
-                ),
-                None => {
-                    let known = cache.and_then(|c| c.unchanged(mark.as_ref()));
-                    let known = known
-                        .as_ref()
-                        .map(|(listing, indexes)| Known { listing, indexes });
-                    (discover(ctx.s, page, known).await, false)
                 }
             };
             match discovered {
                 Ok(d) => {
-                    if let Some(cache) = cache.filter(|_| !kept) {
+                    if let Some(cache) = cache.filter(|_| store) {
                         cache.store(&d.indexes, d.listing, mark);
                     }
                     ctx.facts.notes.extend(d.notes);
