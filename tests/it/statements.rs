@@ -555,12 +555,15 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
         "CREATE TABLE pd_regress.orders (id INT PRIMARY KEY, customer_id INT NOT NULL, total INT NOT NULL, note CHAR(100) NOT NULL DEFAULT '', KEY by_customer (customer_id)) ENGINE=InnoDB",
         "INSERT INTO pd_regress.orders SELECT seq, 1 + seq % 5000, seq % 977, '' FROM pd_regress.seq_1_to_200000",
         "ANALYZE TABLE pd_regress.orders",
+        // The statement history the agent's `[statements] samples` read.
+        &format!("UPDATE {}", HISTORY_CONSUMERS.replace("{}", "YES")),
     ] {
         sql(&server, s);
     }
+    // Concrete statements and their plans, redacted (the default).
     let agent = start_agent(
         &server.root_url(),
-        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n[statements]\ninterval = \"2s\"\n",
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n[statements]\ninterval = \"2s\"\nsamples = true\nexplain = true\n",
     );
     let lookups = Lookups::start(&server, Duration::from_millis(5));
     let status = || agent_status(agent.port, "PD709").unwrap_or_default();
@@ -640,6 +643,20 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
             .contains("SHOW INDEX FROM `pd_regress`.`orders`;"),
         "{c:#}"
     );
+    // `[statements] samples` and `explain`: the lookup as it ran, its literal redacted, and the
+    // plan that now reads every row; the index it lacks is the one dropped.
+    let all = c["evidence"].to_string();
+    assert!(
+        all.contains("a recent execution (literals replaced by ?): SELECT id, total FROM pd_regress.orders WHERE customer_id = ?")
+            && all.contains("its plan (EXPLAIN FORMAT=JSON): orders: ALL (every row), no key, ~"),
+        "{c:#}"
+    );
+    assert!(
+        c["remediation"].as_str().unwrap().contains(
+            "CREATE INDEX `pd_orders_customer_id` ON `pd_regress`.`orders` (`customer_id`);"
+        ),
+        "{c:#}"
+    );
     // diff: the statement on both sides, regressed from A to B, with its rows per call.
     let after = collect("after.json");
     let d = run(powerdiag()
@@ -679,6 +696,10 @@ fn a_dropped_index_regresses_a_statement_and_adding_it_back_clears_pd709() {
     );
     drop(lookups);
     sql(&server, "DROP DATABASE pd_regress");
+    sql(
+        &server,
+        &format!("UPDATE {}", HISTORY_CONSUMERS.replace("{}", "NO")),
+    );
 }
 
 const HISTORY_CONSUMERS: &str = "performance_schema.setup_consumers SET ENABLED = '{}' WHERE NAME IN ('events_statements_current', 'events_statements_history_long')";
@@ -703,7 +724,7 @@ fn explain_story(server: &Server) {
     assert_eq!(c["status"], "fail", "{c:#}");
     let evidence = c["evidence"].to_string();
     assert!(
-        evidence.contains("a recent execution (literals from production; --redact replaces them): SELECT `shop_patch`.`id`")
+        evidence.contains("a recent execution (literals from production; doctor's --redact or the agent's [statements] redact = true replaces them): SELECT `shop_patch`.`id`")
             && evidence.contains("its plan (EXPLAIN FORMAT=JSON): shop_patch: ALL (every row), no key, ~"),
         "{c:#}"
     );

@@ -1,5 +1,5 @@
 //! A concrete statement and its plan, for the statements the statement rules name (`doctor
-//! --explain` only): the sample performance_schema's statement history kept of a digest, what
+//! --explain`, the agent's opt-in `[statements] samples` and `explain`): the sample performance_schema's statement history kept of a digest, what
 //! `EXPLAIN FORMAT=JSON` said of it, the index the plan lacks, and the redaction of literals.
 //! Pure: the collector reads, this module judges text.
 
@@ -15,7 +15,7 @@ pub struct StatementSample {
     /// `redacted`.
     pub sql_text: String,
     /// The literals of `sql_text` and of the plan's conditions were replaced by `?`
-    /// (`--redact`).
+    /// (doctor's `--redact`, the agent's `[statements] redact`).
     pub redacted: bool,
     /// The session's default schema when it ran (`CURRENT_SCHEMA`).
     pub schema: Option<String>,
@@ -312,9 +312,17 @@ fn walk(v: &serde_json::Value, sort_key: Option<&str>, out: &mut Vec<PlanTable>)
     }
 }
 
-/// `shop_patch.state`, ``shop_patch.`name` `` or `` `t`.`c` `` → (table, column).
+/// `shop_patch.state`, ``shop_patch.`name` ``, `` `t`.`c` `` or, when the statement named the
+/// schema, `shop.shop_patch.state` → (table, column).
 fn column_ref(token: &str) -> Option<(String, String)> {
-    let (t, c) = token.split_once('.')?;
+    let mut parts = token.rsplitn(3, '.');
+    let (c, t) = (parts.next()?, parts.next()?);
+    if parts
+        .next()
+        .is_some_and(|schema| schema.trim_matches('`').is_empty())
+    {
+        return None;
+    }
     let unq = |s: &str| s.trim_matches('`').to_owned();
     let (t, c) = (unq(t), unq(c));
     let ok = |s: &str| {
@@ -419,6 +427,18 @@ mod tests {
             p.missing_index(),
             Some(("shop_patch", &t.index_columns[..]))
         );
+    }
+
+    #[test]
+    fn a_statement_that_names_the_schema_has_its_columns_found() {
+        // MariaDB 10.11's plan of `... FROM pd_regress.orders WHERE customer_id = 17`.
+        let p = parse_plan(
+            r#"{"query_block":{"select_id":1,"nested_loop":[{"table":{"table_name":"orders","access_type":"ALL","rows":198375,"filtered":100,"attached_condition":"pd_regress.orders.customer_id = 17"}}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(p.tables[0].index_columns, ["customer_id"]);
+        assert_eq!(column_ref("`s`.`t`.`c`"), Some(("t".into(), "c".into())));
+        assert_eq!(column_ref(".t.c"), None);
     }
 
     #[test]

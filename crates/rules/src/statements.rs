@@ -358,7 +358,7 @@ impl Digest {
         let literals = if sample.redacted {
             "literals replaced by ?"
         } else {
-            "literals from production; --redact replaces them"
+            "literals from production; doctor's --redact or the agent's [statements] redact = true replaces them"
         };
         let mut out = vec![format!(
             "a recent execution ({literals}): {}",
@@ -394,7 +394,17 @@ impl Digest {
             .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
             .take(64)
             .collect();
-        let on = match sample.schema.as_deref().or(self.schema.as_deref()) {
+        // The schema the statement names the table in, else the session's.
+        let named = self
+            .tables()
+            .into_iter()
+            .find(|(_, t)| t == table)
+            .map(|(schema, _)| schema);
+        let on = match named
+            .as_deref()
+            .or(sample.schema.as_deref())
+            .or(self.schema.as_deref())
+        {
             Some(schema) => format!("{}.{}", q(schema), q(table)),
             None => q(table),
         };

@@ -132,6 +132,19 @@ pub struct StatementsConfig {
     /// Digests exported as metrics (the busiest in the interval); the rest are summed into
     /// one `digest="other"` series.
     pub top: u32,
+    /// Opt-in: one recent concrete execution of each statement PD701, PD703 and PD709 name,
+    /// from performance_schema's statement history (its consumers `events_statements_current`
+    /// and `events_statements_history_long` on), printed in their evidence and carried in
+    /// `/api/v1/snapshot` — never in a metric. Two more statements per read when there is one
+    /// to take.
+    pub samples: bool,
+    /// Opt-in: with it, their `EXPLAIN FORMAT=JSON` too (plain `SELECT`s only, read-only, at
+    /// most 2 s each, at most 10 per read), which names the index the plan lacks. Implies
+    /// `samples`.
+    pub explain: bool,
+    /// Replace the literals of those statements and plans by `?` before anything is kept (on
+    /// by default: `false` lets production values reach the snapshot).
+    pub redact: bool,
 }
 
 impl Default for StatementsConfig {
@@ -141,6 +154,9 @@ impl Default for StatementsConfig {
             interval: Duration::from_secs(600),
             limit: 100,
             top: 20,
+            samples: false,
+            explain: false,
+            redact: true,
         }
     }
 }

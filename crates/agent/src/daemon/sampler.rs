@@ -158,6 +158,10 @@ pub async fn run(
                     limit: cfg.statements.limit,
                     tracker: Some(statements.clone()),
                     counters_top: cfg.statements.top,
+                    samples: cfg.statements.samples,
+                    explain: cfg.statements.explain,
+                    redact: cfg.statements.redact,
+                    settings: cfg.rules.settings.clone(),
                     ..Default::default()
                 }),
                 status_window: StatusWindowMode::Agent(status.clone()),

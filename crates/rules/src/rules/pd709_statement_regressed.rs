@@ -1,6 +1,6 @@
 use crate::{
-    Digest, DigestHistory, IntervalPoint, Limits, Rule, Snapshot, StatementPeriod, Threshold,
-    Unit, Verdict, declare_rule, format_us,
+    Digest, DigestHistory, IntervalPoint, Limits, Rule, Snapshot, StatementPeriod, Statements,
+    Threshold, Unit, Verdict, declare_rule, format_us,
 };
 
 declare_rule! {
@@ -16,6 +16,9 @@ declare_rule! {
     /// regressed intervals is judged against the intervals before it, so the regression stays
     /// visible while it lasts and the finding says when it started; it clears with the first
     /// interval back to normal. A load spike that raises calls but not time per call passes.
+    /// With the agent's opt-in `[statements] samples` the evidence shows a recent concrete
+    /// execution of each regressed statement (literals replaced by `?` unless `[statements]
+    /// redact = false`), and with `[statements] explain` its plan and the index it lacks.
     /// No peer does this without a human: PMM's Query Analytics and pt-query-digest show a
     /// statement's time over a chosen period and leave the comparison to the reader.
     ///
@@ -92,6 +95,50 @@ impl StatementRegressed {
     pub const DEFAULT_SLOWDOWN: f64 = MIN_SLOWDOWN.default;
     /// The fewest calls on each side for `diff` to compare a statement.
     pub const DEFAULT_MIN_CALLS: f64 = MIN_CALLS.default;
+
+    /// The (schema, digest) of the statements this rule fails on, judged as [`Rule::check`]
+    /// judges them: the agent takes their concrete statements (`[statements] samples`) before
+    /// the rule runs, so its evidence can print one.
+    pub fn regressed(st: &Statements, limits: &Limits) -> Vec<(Option<String>, String)> {
+        if st.period != StatementPeriod::Interval {
+            return Vec::new();
+        }
+        let p = Params::new(limits);
+        judge_all(st, &p)
+            .into_iter()
+            .filter(|j| !j.run.is_empty())
+            .map(|j| (j.digest.schema.clone(), j.digest.digest.clone()))
+            .collect()
+    }
+}
+
+impl Params {
+    fn new(limits: &Limits) -> Params {
+        Params {
+            slowdown: limits.get(&MIN_SLOWDOWN),
+            min_calls: limits.count(&MIN_CALLS),
+            min_intervals: limits.count(&MIN_INTERVALS) as usize,
+            baseline: limits.count(&BASELINE_INTERVALS) as usize,
+            min_examined: limits.get(&MIN_EXAMINED),
+        }
+    }
+}
+
+/// Every busy statement of the last interval with a past long enough to judge, in the
+/// listing's order (busiest first).
+fn judge_all<'a>(st: &'a Statements, p: &Params) -> Vec<Judged<'a>> {
+    let Some(now) = st.history.iter().filter_map(|h| h.points.last()).map(|x| x.at).max() else {
+        return Vec::new();
+    };
+    let history: std::collections::HashMap<_, _> = st
+        .history
+        .iter()
+        .map(|h| ((&h.schema, h.digest.as_str()), h))
+        .collect();
+    st.judged()
+        .filter(|d| d.calls >= p.min_calls)
+        .filter_map(|d| judge(d, history.get(&(&d.schema, d.digest.as_str()))?, now, p))
+        .collect()
 }
 
 /// The limits, read once.
@@ -232,29 +279,13 @@ impl Rule for StatementRegressed {
                 "a statement's own past is kept by the agent, which reads the digest table every `[statements] interval`; doctor reads it once (totals since the last reset), which has no past to compare with: run the agent".to_owned(),
             ));
         }
-        let p = Params {
-            slowdown: limits.get(&MIN_SLOWDOWN),
-            min_calls: limits.count(&MIN_CALLS),
-            min_intervals: limits.count(&MIN_INTERVALS) as usize,
-            baseline: limits.count(&BASELINE_INTERVALS) as usize,
-            min_examined: limits.get(&MIN_EXAMINED),
-        };
-        let Some(now) = st.history.iter().filter_map(|h| h.points.last()).map(|x| x.at).max()
-        else {
+        let p = Params::new(limits);
+        if st.history.iter().all(|h| h.points.is_empty()) {
             return Err(Verdict::insufficient(
                 "the agent has no interval history of the statements yet (it keeps it in memory: a restart starts it again)".to_owned(),
             ));
-        };
-        let history: std::collections::HashMap<_, _> = st
-            .history
-            .iter()
-            .map(|h| ((&h.schema, h.digest.as_str()), h))
-            .collect();
-        let busy: Vec<&Digest> = st.judged().filter(|d| d.calls >= p.min_calls).collect();
-        let judged: Vec<Judged> = busy
-            .iter()
-            .filter_map(|d| judge(d, history.get(&(&d.schema, d.digest.as_str()))?, now, &p))
-            .collect();
+        }
+        let judged = judge_all(st, &p);
         if judged.is_empty() {
             let longest = st
                 .history
@@ -319,6 +350,12 @@ impl Rule for StatementRegressed {
         if rows_grew {
             for t in &tables {
                 rem.push_str(&format!("\n    ANALYZE TABLE {t};"));
+            }
+            // With the agent's `[statements] explain`: the index the plan now reads without.
+            for create in regressed.iter().filter_map(|j| j.digest.plan_index()) {
+                rem.push_str(&format!(
+                    "\nthe index its plan now lacks (EXPLAIN of a recent execution: the condition's columns on the table it reads whole, then its sort):\n    {create}"
+                ));
             }
         }
         rem.push_str("\nand compare with what changed when it started (a deploy, a migration, an index change).");
@@ -427,6 +464,64 @@ pub(crate) mod tests {
         let v = verdict(&StatementRegressed, &agent(&[(100, 1, 50), (110, 1, 50), (2_000, 1, 50)]));
         assert_eq!(v.status, Status::InsufficientData, "{v:?}");
         assert!(v.summary.contains("(the most any has: 2)") && v.summary.contains("a restart"), "{v:?}");
+    }
+
+    #[test]
+    fn the_agent_learns_which_statements_regressed_before_the_rule_runs() {
+        let limits = crate::Settings::default();
+        let st = |s: &Snapshot| match &s.mariadb.facts.as_ref().unwrap().statements {
+            crate::Gathered::Available(st) => st.clone(),
+            _ => unreachable!(),
+        };
+        let failing = st(&failing_example());
+        assert_eq!(
+            StatementRegressed::regressed(&failing, &limits.limits("PD709")),
+            vec![(failing.digests[0].schema.clone(), failing.digests[0].digest.clone())]
+        );
+        let steady = st(&agent(&[(100, 1, 50), (110, 1, 50), (95, 1, 50), (105, 1, 250)]));
+        assert!(StatementRegressed::regressed(&steady, &limits.limits("PD709")).is_empty());
+        // A changed threshold is the rule's: 19.5× is not regressed at 25×.
+        let mut tight = crate::Settings::default();
+        tight.set("PD709", "min_slowdown", 25.0).unwrap();
+        tight.set("PD709", "min_examined", 1e9).unwrap();
+        assert!(StatementRegressed::regressed(&failing, &tight.limits("PD709")).is_empty());
+    }
+
+    #[test]
+    fn a_sample_and_its_plan_name_the_missing_index() {
+        let mut s = failing_example();
+        let st = match &mut s.mariadb.facts.as_mut().unwrap().statements {
+            crate::Gathered::Available(st) => st,
+            _ => unreachable!(),
+        };
+        st.digests[0].sample = Some(crate::StatementSample {
+            sql_text: "SELECT `id`, `total` FROM `orders` WHERE `customer_id` = ?".into(),
+            redacted: true,
+            schema: Some("app".into()),
+            plan: crate::Gathered::Available(crate::Plan {
+                tables: vec![crate::PlanTable {
+                    table: "orders".into(),
+                    access_type: "ALL".into(),
+                    rows: Some(200_000),
+                    condition: Some("orders.customer_id = ?".into()),
+                    index_columns: vec!["customer_id".into()],
+                    ..Default::default()
+                }],
+            }),
+        });
+        let v = verdict(&StatementRegressed, &s);
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(
+            v.evidence.iter().any(|e| e
+                == "a recent execution (literals replaced by ?): SELECT `id`, `total` FROM `orders` WHERE `customer_id` = ?")
+                && v.evidence.iter().any(|e| e.contains("orders: ALL (every row), no key, ~200000 rows")),
+            "{v:?}"
+        );
+        assert!(
+            v.remediation
+                .unwrap()
+                .contains("\n    CREATE INDEX `pd_orders_customer_id` ON `app`.`orders` (`customer_id`);"),
+        );
     }
 
     #[test]

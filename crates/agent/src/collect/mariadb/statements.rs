@@ -52,11 +52,19 @@ pub struct StatementOptions {
     pub tracker: Option<StatementTracker>,
     /// The agent: digests given their own running counters (the rest are `other`).
     pub counters_top: u32,
-    /// Doctor (`--explain`): one concrete execution of each statement PD701/PD703 can name and
-    /// its plan. Never in the agent.
+    /// One recent concrete execution of each statement PD701, PD703 and PD709 can name, from
+    /// performance_schema's statement history (the agent's opt-in `[statements] samples`;
+    /// doctor's `--explain` implies it).
+    pub samples: bool,
+    /// And its plan: `EXPLAIN FORMAT=JSON` of the plain `SELECT`s among them (doctor's
+    /// `--explain`, the agent's opt-in `[statements] explain`).
     pub explain: bool,
-    /// Replace the literals of those executions and plans by `?` (`--redact`).
+    /// Replace the literals of those executions and plans by `?` (doctor's `--redact`, the
+    /// agent's `[statements] redact`, on by default).
     pub redact: bool,
+    /// The rule settings PD709 judges with (the agent's `[rules.thresholds]`), to know which
+    /// statements it will name.
+    pub settings: powerdiag_rules::Settings,
 }
 
 impl Default for StatementOptions {
@@ -66,8 +74,10 @@ impl Default for StatementOptions {
             window: Duration::from_secs(900),
             tracker: None,
             counters_top: 20,
+            samples: false,
             explain: false,
             redact: false,
+            settings: powerdiag_rules::Settings::default(),
         }
     }
 }
@@ -632,6 +642,35 @@ pub(crate) const HISTORY_CONSUMERS_FIX: &str = "UPDATE performance_schema.setup_
 /// What turning the history on costs, measured (docs/performance.md, "Statement history").
 pub(crate) const HISTORY_CONSUMERS_COST: &str = "cost: each statement's event is then copied into a ring of performance_schema_events_statements_history_long_size rows, under 4 µs of server CPU per statement as measured on MariaDB 11.8 (not distinguishable from noise on a 106 µs point SELECT), and no memory beyond the buffers the server allocated at start-up";
 
+/// The listed statements whose concrete execution is taken: those PD701 and PD703 can name
+/// ([`explain_candidates`]), then those PD709 fails on (the agent's intervals), at most
+/// [`EXPLAINED_MAX`] of each.
+pub(crate) fn sample_candidates(
+    st: &Statements,
+    settings: &powerdiag_rules::Settings,
+) -> Vec<usize> {
+    let mut idx = explain_candidates(st);
+    let regressed =
+        powerdiag_rules::rules::StatementRegressed::regressed(st, &settings.limits("PD709"));
+    let more: Vec<usize> = st
+        .digests
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| {
+            !idx.contains(i)
+                && regressed
+                    .iter()
+                    .any(|(schema, digest)| *schema == d.schema && *digest == d.digest)
+                && d.digest.chars().all(|c| c.is_ascii_hexdigit())
+                && !d.digest.is_empty()
+        })
+        .map(|(i, _)| i)
+        .take(EXPLAINED_MAX)
+        .collect();
+    idx.extend(more);
+    idx
+}
+
 /// The listed statements PD701 and PD703 can name, busiest first: `SELECT`s (only those can be
 /// explained safely) that used no index or read ten rows or more per row sent.
 pub(crate) fn explain_candidates(st: &Statements) -> Vec<usize> {
@@ -655,17 +694,28 @@ pub(crate) fn explain_candidates(st: &Statements) -> Vec<usize> {
     idx
 }
 
-/// `doctor --explain`: one recent concrete execution of each statement PD701/PD703 can name,
-/// from performance_schema's statement history, and its `EXPLAIN FORMAT=JSON` (plain
-/// `SELECT`s only, in a read-only transaction, at most 2 s). Three statements plus one per
-/// explained statement (and a `USE` of its schema: the session is doctor's own and closes
-/// after the collection). Literals replaced by `?` when `redact`.
-async fn add_samples(s: &mut Session, st: &mut Statements, redact: bool) {
-    let idx = explain_candidates(st);
+/// One recent concrete execution of each statement `idx` names, from performance_schema's
+/// statement history, and with `explain` its `EXPLAIN FORMAT=JSON` (plain `SELECT`s only, in
+/// a read-only transaction, at most 2 s). Two statements, plus with `explain` three per
+/// explained statement (a `USE` of its schema, the transaction, the `EXPLAIN`: doctor's
+/// session closes after the collection; the agent's next sample sets its own schema-free
+/// statements). Literals replaced by `?` when `redact`.
+async fn add_samples(
+    s: &mut Session,
+    st: &mut Statements,
+    idx: Vec<usize>,
+    explain: bool,
+    redact: bool,
+) {
     if idx.is_empty() {
         return;
     }
-    let note = |why: String| Some(format!("no concrete statement to EXPLAIN: {why}"));
+    let what = if explain {
+        "no concrete statement to EXPLAIN"
+    } else {
+        "no concrete statement taken"
+    };
+    let note = |why: String| Some(format!("{what}: {why}"));
     let consumers = match s
         .query("SELECT NAME, ENABLED, @@performance_schema_max_sql_text_length FROM performance_schema.setup_consumers WHERE NAME IN ('events_statements_current', 'events_statements_history', 'events_statements_history_long')")
         .await
@@ -726,7 +776,11 @@ async fn add_samples(s: &mut Session, st: &mut Statements, redact: bool) {
         let schema = tcol(row, 2);
         let mut plan = match powerdiag_rules::plan::not_explainable(&text, max_len) {
             Some(why) => Gathered::Unavailable(why),
-            None => explain(s, schema.as_deref(), &text).await,
+            None if !explain => Gathered::Unavailable(
+                "not explained: the agent runs EXPLAIN only with [statements] explain = true"
+                    .into(),
+            ),
+            None => explain_plan(s, schema.as_deref(), &text).await,
         };
         let sql_text = if redact {
             if let Gathered::Available(p) = &mut plan {
@@ -756,7 +810,7 @@ async fn add_samples(s: &mut Session, st: &mut Statements, redact: bool) {
 }
 
 /// `EXPLAIN FORMAT=JSON` of a plain `SELECT` in `schema`, read-only, at most 2 s.
-async fn explain(
+async fn explain_plan(
     s: &mut Session,
     schema: Option<&str>,
     text: &str,
@@ -816,8 +870,9 @@ pub(crate) async fn collect(
         let raw = read(s, window, opts.limit, true).await.map_err(failed)?;
         let mut st = since_reset(raw, window, opts.limit, uptime);
         add_indexes(s, &mut st).await;
-        if opts.explain {
-            add_samples(s, &mut st, opts.redact).await;
+        if opts.samples || opts.explain {
+            let idx = explain_candidates(&st);
+            add_samples(s, &mut st, idx, opts.explain, opts.redact).await;
         }
         return Ok(st);
     };
@@ -857,6 +912,10 @@ pub(crate) async fn collect(
     };
     if let Some(st) = &mut result {
         add_indexes(s, st).await;
+        if opts.samples || opts.explain {
+            let idx = sample_candidates(st, &opts.settings);
+            add_samples(s, st, idx, opts.explain, opts.redact).await;
+        }
     }
     lock()?.last = result.clone();
     result.ok_or_else(|| Unread {
