@@ -201,12 +201,75 @@ fn dictionary_bound(server: &Server, unbounded_statements: u64) {
         "{:#}",
         all["mariadb"]["facts"]["vector_indexes"]
     );
+    // On the server's host (this test runs as root, which may list its data directory): the
+    // graph tables and the InnoDB size from the files, no statement for either.
     assert_eq!(names(&bounded), names(&all));
     let notes = bounded["mariadb"]["facts"]["notes"].to_string();
     assert!(
-        notes.contains("vector indexes listed from InnoDB's persistent statistics")
+        notes.contains("vector indexes listed from the graph tables' files")
             && notes.contains("above doctor's bound of 5000 (--dictionary-max-tables)"),
         "{notes}"
+    );
+    let size = |snap: &Value| snap["mariadb"]["facts"]["innodb_size"]["available"].clone();
+    let (stats, files) = (size(&all), size(&bounded));
+    assert_eq!(
+        (stats["from_files"].clone(), files["from_files"].clone()),
+        (false.into(), true.into()),
+        "{stats:#} {files:#}"
+    );
+    // One file per table with persistent statistics (and per graph table): the same count,
+    // give or take the server's own tables outside file-per-table.
+    let (n_stats, n_files) = (
+        stats["tables"].as_u64().unwrap(),
+        files["tables"].as_u64().unwrap(),
+    );
+    assert!(
+        n_stats.abs_diff(n_files) <= 20,
+        "statistics {n_stats} tables, files {n_files}"
+    );
+    assert!(
+        files["data_bytes"].as_u64().unwrap() >= n_files * 16_384,
+        "{files:#}"
+    );
+    // A doctor that cannot list the data directory (another user: it belongs to the server's)
+    // asks the server: the statistics' sum and their list of graph tables.
+    let elsewhere = {
+        use std::os::unix::{fs::PermissionsExt, process::CommandExt};
+        // A copy of the binary that user may run, wherever this checkout is.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.path().join("powerdiag");
+        std::fs::copy(env!("CARGO_BIN_EXE_powerdiag"), &bin).unwrap();
+        let mut c = std::process::Command::new(&bin);
+        c.uid(65534)
+            .gid(65534)
+            .env("HOME", dir.path())
+            .env("NO_COLOR", "1")
+            .env("POWERDIAG_MARIADB_URL", &url)
+            .args(["collect", "--no-probe", "--sample-window", "0"])
+            .args(["--dictionary-max-tables", "5000"]);
+        let r = run(&mut c);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+    };
+    assert_eq!(names(&elsewhere), names(&all));
+    let notes = elsewhere["mariadb"]["facts"]["notes"].to_string();
+    assert!(
+        notes.contains("vector indexes listed from InnoDB's persistent statistics"),
+        "{notes}"
+    );
+    let sum = |v: &Value| {
+        (
+            v["from_files"].clone(),
+            v["tables"].clone(),
+            v["data_bytes"].clone(),
+            v["index_bytes"].clone(),
+        )
+    };
+    assert_eq!(
+        sum(&size(&elsewhere)),
+        sum(&stats),
+        "the statistics' sum, as unbounded"
     );
     let why = bounded["mariadb"]["facts"]["schema"]["unavailable"]
         .as_str()

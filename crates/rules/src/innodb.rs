@@ -24,6 +24,12 @@ pub struct InnodbSize {
     /// Seconds since the oldest table's statistics were last updated (server clock).
     #[serde(default)]
     pub oldest_stats_age_seconds: Option<u64>,
+    /// Read from the files instead (doctor above `--dictionary-max-tables`, on the server's
+    /// host): the sizes of the file-per-table tablespaces (`*.ibd` under the data directory),
+    /// data and indexes together in `data_bytes` with their free pages (an upper bound), and
+    /// `tables` the files. Misses tables in the system tablespace.
+    #[serde(default)]
+    pub from_files: bool,
 }
 
 impl InnodbSize {

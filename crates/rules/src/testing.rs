@@ -219,6 +219,7 @@ impl SnapshotBuilder {
             data_bytes,
             index_bytes,
             oldest_stats_age_seconds: Some(60),
+            from_files: false,
         });
         self
     }

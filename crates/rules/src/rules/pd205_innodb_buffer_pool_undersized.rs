@@ -76,17 +76,26 @@ impl Rule for InnodbBufferPoolUndersized {
         let pool = db.var_u64(Var::InnodbBufferPoolSize)?;
         let size = db.innodb_size()?;
         let data = size.total_bytes();
-        let size_line = format!(
-            "InnoDB data {} + indexes {} = {} in {} tables (mysql.innodb_table_stats{}); innodb_buffer_pool_size {}",
-            format_bytes(size.data_bytes),
-            format_bytes(size.index_bytes),
-            format_bytes(data),
-            size.tables,
-            size.oldest_stats_age_seconds
-                .map(|a| format!(", oldest statistics {} old", crate::format_secs(a)))
-                .unwrap_or_default(),
-            format_bytes(pool)
-        );
+        let size_line = if size.from_files {
+            format!(
+                "InnoDB tablespace files {} in {} files (the *.ibd files under the data directory: data and indexes with their free pages, an upper bound; doctor above --dictionary-max-tables reads them instead of summing mysql.innodb_table_stats); innodb_buffer_pool_size {}",
+                format_bytes(data),
+                size.tables,
+                format_bytes(pool)
+            )
+        } else {
+            format!(
+                "InnoDB data {} + indexes {} = {} in {} tables (mysql.innodb_table_stats{}); innodb_buffer_pool_size {}",
+                format_bytes(size.data_bytes),
+                format_bytes(size.index_bytes),
+                format_bytes(data),
+                size.tables,
+                size.oldest_stats_age_seconds
+                    .map(|a| format!(", oldest statistics {} old", crate::format_secs(a)))
+                    .unwrap_or_default(),
+                format_bytes(pool)
+            )
+        };
         if data <= pool {
             return Ok(Verdict::pass(format!(
                 "the InnoDB data ({}) fits in the buffer pool ({})",
@@ -139,6 +148,16 @@ impl Rule for InnodbBufferPoolUndersized {
 /// The pool that holds the data with 10% headroom, limited by what RAM leaves (PD503).
 fn remedy(s: &Snapshot, pool: u64, data: u64) -> String {
     let want = data.saturating_add(data / 10);
+    let from_files = s
+        .db()
+        .ok()
+        .and_then(|db| db.innodb_size().ok())
+        .is_some_and(|z| z.from_files);
+    let the_data = if from_files {
+        "the tablespace files (an upper bound of the data; doctor under its --dictionary-max-tables bound, or the agent, sums the statistics instead)"
+    } else {
+        "the data"
+    };
     let (target, note) = match memory_model(s) {
         Ok(m) => {
             let room = m.room(MAX_WORST_CASE.default);
@@ -150,12 +169,12 @@ fn remedy(s: &Snapshot, pool: u64, data: u64) -> String {
                 );
             }
             if want <= fit {
-                (want, "the data + 10%".to_owned())
+                (want, format!("{the_data} + 10%"))
             } else {
                 (
                     fit,
                     format!(
-                        "as much as RAM allows (the data + 10% would be {}, more than the {} left under PD503's limit)",
+                        "as much as RAM allows ({the_data} + 10% would be {}, more than the {} left under PD503's limit)",
                         format_bytes(want),
                         format_bytes(room)
                     ),
@@ -164,7 +183,7 @@ fn remedy(s: &Snapshot, pool: u64, data: u64) -> String {
         }
         Err(_) => (
             want,
-            "the data + 10%; check it against RAM (PD503 could not size it)".to_owned(),
+            format!("{the_data} + 10%; check it against RAM (PD503 could not size it)"),
         ),
     };
     // A whole number of 128 MiB (InnoDB resizes in chunks; 11.x in 1 MiB units): round down.
@@ -246,6 +265,23 @@ pub(crate) mod tests {
             .remediation
             .unwrap();
         assert!(fix.contains("as much as RAM allows"), "{fix}");
+    }
+
+    #[test]
+    fn sizes_from_the_files_say_they_are_an_upper_bound() {
+        let mut s = busy("5000").build();
+        if let crate::Gathered::Available(size) = &mut s.mariadb.facts.as_mut().unwrap().innodb_size {
+            size.from_files = true;
+            size.index_bytes = 0;
+            size.data_bytes = 1 << 30;
+        }
+        let v = verdict(&InnodbBufferPoolUndersized, &s);
+        assert_eq!(v.status, Status::Fail, "{v:?}");
+        assert!(
+            v.evidence[0].starts_with("InnoDB tablespace files 1 GiB in 10 files (the *.ibd files under the data directory: data and indexes with their free pages, an upper bound"),
+            "{v:?}"
+        );
+        assert!(v.remediation.unwrap().contains("1 GiB is the tablespace files (an upper bound of the data"));
     }
 
     #[test]

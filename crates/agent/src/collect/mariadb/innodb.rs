@@ -72,6 +72,7 @@ pub(crate) fn parse_size(rows: &[TextRow]) -> Result<InnodbSize, SizeError> {
         oldest_stats_age_seconds: tcol(row, 3)
             .and_then(|s| s.trim().parse::<i64>().ok())
             .map(|s| s.max(0) as u64),
+        from_files: false,
     })
 }
 
@@ -108,6 +109,39 @@ fn why(e: DbError, what: &str) -> String {
     } else {
         format!("{what}: {}; fix: {}", e.message, e.hint)
     }
+}
+
+/// Doctor with a dictionary bound (`--dictionary-max-tables`) and the server's data directory
+/// on this host: when the directory holds more tablespace files than the bound, their sizes
+/// instead of the statistics' sum (~57 ms of server CPU at 100,000 tables; listing costs the
+/// server nothing). Anything else — under the bound, a server elsewhere, a directory this
+/// process may not list — reads [`SIZE_SQL`]. (InnoDB's own row estimate of
+/// `mysql.innodb_table_stats` cannot decide it: it lagged 730 against 19,457 rows while tables
+/// were being created.)
+async fn bounded_size(ctx: &mut Ctx<'_>, bound: super::DictionaryBound) -> Gathered<InnodbSize> {
+    if let Some(dir) = super::datadir::local_datadir(ctx.facts) {
+        let limit = ctx.s.timeout();
+        let listed =
+            tokio::task::spawn_blocking(move || super::datadir::tablespaces(&dir, true, limit))
+                .await
+                .unwrap_or_else(|e| Err(format!("the listing stopped: {e}")));
+        match listed {
+            Ok(t) if t.files > bound.max_tables => {
+                return Gathered::Available(InnodbSize {
+                    tables: t.files,
+                    data_bytes: t.bytes,
+                    index_bytes: 0,
+                    oldest_stats_age_seconds: None,
+                    from_files: true,
+                });
+            }
+            Ok(_) => {}
+            Err(why) => ctx.facts.notes.push(format!(
+                "InnoDB size summed by the server: its data directory could not be listed ({why})"
+            )),
+        }
+    }
+    read_size(ctx.s).await
 }
 
 /// Reads the InnoDB size (`SELECT` on `mysql.innodb_table_stats`).
@@ -228,6 +262,8 @@ impl InnodbCache {
 pub(super) struct Innodb<'o> {
     /// The agent's cache; `None` reads both every time (doctor).
     pub(super) cache: Option<&'o InnodbCache>,
+    /// Doctor's dictionary bound: above it, the size from the files ([`bounded_size`]).
+    pub(super) bound: Option<super::DictionaryBound>,
 }
 
 /// The `mariadb_innodb` collector.
@@ -271,7 +307,10 @@ impl Part for Innodb<'_> {
             let size = match kept_size {
                 Some(size) => size,
                 None => {
-                    let size = read_size(ctx.s).await;
+                    let size = match self.bound {
+                        Some(bound) => bounded_size(ctx, bound).await,
+                        None => read_size(ctx.s).await,
+                    };
                     let bad = read_failed(size.as_ref().err());
                     if let Some(c) = cache.filter(|_| !bad) {
                         c.store_size(&size);
@@ -382,6 +421,7 @@ mod tests {
             data_bytes: 1,
             index_bytes: 2,
             oldest_stats_age_seconds: None,
+            from_files: false,
         });
         let trx = Gathered::Available(Transactions::default());
         cache.store_size(&size);

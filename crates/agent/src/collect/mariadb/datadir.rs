@@ -1,0 +1,146 @@
+//! The server's file-per-table tablespaces, read from its data directory on this host instead
+//! of asking the server (doctor above its dictionary bound, `--dictionary-max-tables`): at
+//! 100,000 tables the sum over `mysql.innodb_table_stats` costs the server ~57 ms of CPU and
+//! its `LIKE '%#i#%'` list of vector graph tables ~35 ms, while listing the directory costs the
+//! server nothing (docs/performance.md, "At 100,000 tables").
+//!
+//! Only names and sizes are read (`readdir` and `lstat`, never a file's contents), one level
+//! of schema directories deep, under a deadline and an entry cap. What the files miss is said
+//! on [`powerdiag_rules::InnodbSize::from_files`].
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use powerdiag_rules::{MariadbFacts, Var};
+
+/// Most directory entries looked at (schemas and their files); a data directory with more is
+/// left to the SQL reads.
+pub(crate) const MAX_ENTRIES: usize = 2_000_000;
+
+/// What the data directory holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Tablespaces {
+    /// `.ibd` files in the schema directories: tables, partitions and vector graph tables.
+    pub(crate) files: u64,
+    /// Their sizes, bytes (when asked for).
+    pub(crate) bytes: u64,
+    /// The vector graph tables (`<table>#i#<nn>.ibd`) as InnoDB's dictionary names them:
+    /// `schema/table#i#01` in the server's file-name encoding (`we@0023ird`).
+    pub(crate) graph_tables: Vec<String>,
+}
+
+/// The data directory of a server on this host, when this process can list it: the server
+/// is known to run here (`same_host`) and `@@datadir` holds a `mysql` directory.
+pub(crate) fn local_datadir(facts: &MariadbFacts) -> Option<PathBuf> {
+    if facts.same_host != Some(true) {
+        return None;
+    }
+    let dir = PathBuf::from(facts.variables.get(Var::Datadir.name())?.trim());
+    (dir.is_absolute() && dir.join("mysql").is_dir()).then_some(dir)
+}
+
+/// Lists `datadir`'s schema directories and their `.ibd` files, with their sizes when
+/// `sizes`, within `limit`. `Err` says what stopped it (the caller falls back to SQL).
+pub(crate) fn tablespaces(
+    datadir: &Path,
+    sizes: bool,
+    limit: Duration,
+) -> Result<Tablespaces, String> {
+    let deadline = Instant::now() + limit;
+    let mut out = Tablespaces::default();
+    let mut seen = 0usize;
+    let mut tick = |what: &Path| -> Result<(), String> {
+        seen += 1;
+        if seen > MAX_ENTRIES {
+            return Err(format!(
+                "{} holds more than {MAX_ENTRIES} entries",
+                datadir.display()
+            ));
+        }
+        if seen.is_multiple_of(1024) && Instant::now() > deadline {
+            return Err(format!(
+                "listing {} took longer than {} (at {})",
+                datadir.display(),
+                humantime::format_duration(limit),
+                what.display()
+            ));
+        }
+        Ok(())
+    };
+    let read = |d: &Path| std::fs::read_dir(d).map_err(|e| format!("{}: {e}", d.display()));
+    for schema in read(datadir)? {
+        let schema = schema.map_err(|e| format!("{}: {e}", datadir.display()))?;
+        tick(&schema.path())?;
+        // A schema is a directory (InnoDB follows a symbolic link to one, as the server does).
+        let path = schema.path();
+        if !path.is_dir() {
+            continue;
+        }
+        let Some(schema_name) = schema.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        for file in read(&path)? {
+            let file = file.map_err(|e| format!("{}: {e}", path.display()))?;
+            tick(&file.path())?;
+            let name = file.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".ibd")) else {
+                continue;
+            };
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("{}: {e}", file.path().display()))?;
+            if !meta.is_file() {
+                continue;
+            }
+            out.files += 1;
+            if sizes {
+                out.bytes = out.bytes.saturating_add(meta.len());
+            }
+            if stem.contains("#i#") {
+                out.graph_tables.push(format!("{schema_name}/{stem}"));
+            }
+        }
+    }
+    out.graph_tables.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_tables_partitions_and_graph_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (path, len) in [
+            ("mysql/innodb_table_stats.ibd", 65_536),
+            ("shop/orders.ibd", 131_072),
+            ("shop/orders.frm", 1_000),
+            ("shop/logs#P#p0.ibd", 65_536),
+            ("shop/docs#i#01.ibd", 98_304),
+            ("we@0023ird/v@0023x#i#02.ibd", 98_304),
+            ("ibdata1", 12 << 20),
+            ("ib_logfile0", 96 << 20),
+        ] {
+            let p = d.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::File::create(&p).unwrap().set_len(len).unwrap();
+        }
+        std::fs::create_dir(d.join("shop/not-a-table.ibd")).unwrap();
+        let t = tablespaces(d, true, Duration::from_secs(10)).unwrap();
+        assert_eq!(t.files, 5);
+        assert_eq!(t.bytes, 65_536 + 131_072 + 65_536 + 98_304 + 98_304);
+        assert_eq!(
+            t.graph_tables,
+            ["shop/docs#i#01", "we@0023ird/v@0023x#i#02"]
+        );
+        let names_only = tablespaces(d, false, Duration::from_secs(10)).unwrap();
+        assert_eq!((names_only.files, names_only.bytes), (5, 0));
+        // An unreadable directory is an error naming it, for the caller's fallback.
+        let e = tablespaces(&d.join("nowhere"), true, Duration::from_secs(1)).unwrap_err();
+        assert!(e.contains("nowhere"), "{e}");
+    }
+}
