@@ -60,7 +60,14 @@ fn vector_rules_are_not_applicable_and_the_rest_evaluates() {
     let md = run(powerdiag()
         .env("POWERDIAG_MARIADB_URL", server.root_url())
         .args(["doctor", "--format", "markdown", "--sample-window", "0"]));
-    assert_eq!(md.code, 0, "{}", md.stdout);
+    // 0: info findings only — unless the host itself is saturated meanwhile (PD806, a real
+    // warning, seen when the suite shared the machine with a build).
+    assert!(
+        md.code == 0
+            || (md.code == 1 && md.stdout.contains("| **fail** | PD806 | cpu-saturated |")),
+        "{}",
+        md.stdout
+    );
     assert!(
         md.stdout
             .contains("| **fail** | PD204 | performance-schema-off | info |"),

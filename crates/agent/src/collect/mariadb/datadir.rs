@@ -26,9 +26,10 @@ pub(crate) struct Tablespaces {
     pub(crate) files: u64,
     /// Their sizes, bytes (when asked for).
     pub(crate) bytes: u64,
-    /// The vector graph tables (`<table>#i#<nn>.ibd`) as InnoDB's dictionary names them:
-    /// `schema/table#i#01` in the server's file-name encoding (`we@0023ird`).
-    pub(crate) graph_tables: Vec<String>,
+    /// The vector graph tables (`<table>#i#<nn>.ibd`) as InnoDB's dictionary names them —
+    /// `schema/table#i#01` in the server's file-name encoding (`we@0023ird`) — and their file
+    /// sizes, bytes.
+    pub(crate) graph_tables: Vec<(String, u64)>,
 }
 
 /// The data directory of a server on this host, when this process can list it: the server
@@ -41,8 +42,9 @@ pub(crate) fn local_datadir(facts: &MariadbFacts) -> Option<PathBuf> {
     (dir.is_absolute() && dir.join("mysql").is_dir()).then_some(dir)
 }
 
-/// Lists `datadir`'s schema directories and their `.ibd` files, with their sizes when
-/// `sizes`, within `limit`. `Err` says what stopped it (the caller falls back to SQL).
+/// Lists `datadir`'s schema directories and their `.ibd` files, with the sizes of all of them
+/// when `sizes` (one `lstat` each) and of the graph tables always, within `limit`. `Err` says
+/// what stopped it (the caller falls back to SQL).
 pub(crate) fn tablespaces(
     datadir: &Path,
     sizes: bool,
@@ -88,18 +90,25 @@ pub(crate) fn tablespaces(
             let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".ibd")) else {
                 continue;
             };
-            let meta = file
-                .metadata()
-                .map_err(|e| format!("{}: {e}", file.path().display()))?;
-            if !meta.is_file() {
+            // The directory entry's own type (no system call): a tablespace is a regular file.
+            if !file.file_type().is_ok_and(|t| t.is_file()) {
                 continue;
             }
             out.files += 1;
-            if sizes {
-                out.bytes = out.bytes.saturating_add(meta.len());
+            let graph = stem.contains("#i#");
+            if !(sizes || graph) {
+                continue;
             }
-            if stem.contains("#i#") {
-                out.graph_tables.push(format!("{schema_name}/{stem}"));
+            let len = file
+                .metadata()
+                .map_err(|e| format!("{}: {e}", file.path().display()))?
+                .len();
+            if sizes {
+                out.bytes = out.bytes.saturating_add(len);
+            }
+            if graph {
+                out.graph_tables
+                    .push((format!("{schema_name}/{stem}"), len));
             }
         }
     }
@@ -133,12 +142,17 @@ mod tests {
         let t = tablespaces(d, true, Duration::from_secs(10)).unwrap();
         assert_eq!(t.files, 5);
         assert_eq!(t.bytes, 65_536 + 131_072 + 65_536 + 98_304 + 98_304);
-        assert_eq!(
-            t.graph_tables,
-            ["shop/docs#i#01", "we@0023ird/v@0023x#i#02"]
-        );
+        let graph = [
+            ("shop/docs#i#01".to_owned(), 98_304),
+            ("we@0023ird/v@0023x#i#02".to_owned(), 98_304),
+        ];
+        assert_eq!(t.graph_tables, graph);
+        // Without sizes: the graph tables' only.
         let names_only = tablespaces(d, false, Duration::from_secs(10)).unwrap();
-        assert_eq!((names_only.files, names_only.bytes), (5, 0));
+        assert_eq!(
+            (names_only.files, names_only.bytes, names_only.graph_tables),
+            (5, 0, graph.to_vec())
+        );
         // An unreadable directory is an error naming it, for the caller's fallback.
         let e = tablespaces(&d.join("nowhere"), true, Duration::from_secs(1)).unwrap_err();
         assert!(e.contains("nowhere"), "{e}");
