@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of observing, side by side (issue 19): the powerdiag agent against mysqld_exporter +
 # node_exporter, and `powerdiag doctor` against MySQLTuner, on one MariaDB 11.8 with the same
-# data and the same load, at 0, 2,000 and 10,000 file-per-table tables:
+# data and the same load, at 0, 10,000 and 100,000 file-per-table tables:
 #
 #   tests/bench-peers.sh
 #
@@ -35,8 +35,10 @@
 #     every round, the same for every tool (light: the idle rounds' server CPU is the noise floor
 #     under the tools' few milliseconds a minute);
 #   - at each table count, rounds interleaved ROUNDS times: idle (the load only), peers
-#     (mysqld_exporter and node_exporter with their default collectors, each scraped every 15 s)
-#     and agent (the default configuration, scraped every 15 s); every scrape asks as Prometheus
+#     (mysqld_exporter and node_exporter with their default collectors, each scraped every 15 s),
+#     agent (the default configuration: a sample every 60 s, scraped every 15 s) and agent15
+#     (`[sample] interval = "15s"`: as fresh as the peers, whose every scrape reads the server;
+#     scraped every 15 s); every scrape asks as Prometheus
 #     does (its Accept header, gzip). Each tool starts before its round and runs 20 s before the
 #     round is measured; the agent 70 s, so its start-up reads (the first sample's, which lists
 #     the vector indexes, and the second statement read a minute later) are not in it. The
@@ -53,8 +55,9 @@
 #     10,000 CREATE TABLEs, minutes of background statistics work).
 #
 # Environment: POWERDIAG_PEERS_PORT (33590; the exporters and the agent listen on the next
-# three), POWERDIAG_PEERS_TABLES ("0 2000 10000"), POWERDIAG_PEERS_ROUNDS (1: about 20 minutes
-# a table count),
+# three), POWERDIAG_PEERS_TABLES ("0 10000 100000"; growing to 100,000 takes ~15 minutes, and
+# MySQLTuner's runs there take minutes each), POWERDIAG_PEERS_ROUNDS (1: about 30 minutes a
+# table count),
 # POWERDIAG_PEERS_ROUND_SECONDS (60, the least; idle and peers rounds),
 # POWERDIAG_PEERS_AGENT_ROUND_SECONDS (600: the agent's rounds), POWERDIAG_PEERS_VECTORS (20000),
 # POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
@@ -65,7 +68,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 cd "$ROOT"
 PORT=${POWERDIAG_PEERS_PORT:-33590}
-TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 2000 10000}
+TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 10000 100000}
 ROUNDS=${POWERDIAG_PEERS_ROUNDS:-1}
 ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-60}
 AGENT_ROUND_S=${POWERDIAG_PEERS_AGENT_ROUND_SECONDS:-600}
@@ -286,9 +289,14 @@ start_peers() {
     wait_http "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics" node_exporter
     start_scraper "http://127.0.0.1:$MYSQLD_EXPORTER_PORT/metrics" "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics"
 }
-start_agent() {
+start_agent() { # [SAMPLE_INTERVAL]: the default configuration, or a sample every SAMPLE_INTERVAL
+    local config=()
+    if [ -n "${1:-}" ]; then
+        printf '[sample]\ninterval = "%s"\n' "$1" >"$work/agent-$1.toml"
+        config=(--config.file "$work/agent-$1.toml")
+    fi
     POWERDIAG_MARIADB_URL=$AGENT_URL cg_spawn agent "$work/agent.log" \
-        "$BIN" agent --web.listen-address "127.0.0.1:$AGENT_PORT" --log.level warn
+        "$BIN" agent --web.listen-address "127.0.0.1:$AGENT_PORT" --log.level warn "${config[@]}"
     TOOL_PIDS+=("$SPAWNED")
     wait_http "http://127.0.0.1:$AGENT_PORT/metrics" "the powerdiag agent"
     start_scraper "http://127.0.0.1:$AGENT_PORT/metrics"
@@ -307,7 +315,7 @@ tool_usec() { # MODE: CPU of the tool's cgroups
     case $1 in
         idle) echo 0 ;;
         peers) echo $(($(cg_usec peers_mysqld) + $(cg_usec peers_node))) ;;
-        agent) cg_usec agent ;;
+        agent | agent15) cg_usec agent ;;
     esac
 }
 for g in peers_mysqld peers_node agent; do cg "$g"; done
@@ -321,6 +329,7 @@ round() { # TABLES ROUND MODE
     case $mode in
         peers) start_peers; user=pd_bench_peers ;;
         agent) start_agent; user=pd_bench_agent warm=70 len=$AGENT_ROUND_S ;;
+        agent15) start_agent 15s; user=pd_bench_agent warm=70 len=$AGENT_ROUND_S ;;
     esac
     sleep "$warm"
     m0=$(cg_usec peers_mysqld) n0=$(cg_usec peers_node) u0=$(userstat "$user")
@@ -397,8 +406,8 @@ for tables in $TABLE_COUNTS; do
     size_read "$tables"
     echo "digests in the table before the rounds: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")" >&2
     for ((r = 1; r <= ROUNDS; r++)); do
-        for mode in idle peers agent; do
-            step "$tables tables, round $r/$ROUNDS: $mode ($([ "$mode" = agent ] && echo "$AGENT_ROUND_S" || echo "$ROUND_S") s)"
+        for mode in idle peers agent agent15; do
+            step "$tables tables, round $r/$ROUNDS: $mode ($([[ $mode == agent* ]] && echo "$AGENT_ROUND_S" || echo "$ROUND_S") s)"
             round "$tables" "$r" "$mode"
         done
     done
@@ -413,32 +422,36 @@ oneshot = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
 size = {r["tables"]: float(r["usec_per_read"]) / 1000 for r in csv.DictReader(open(sys.argv[3]), delimiter="\t")}
 print(sys.argv[4])
 print()
-print("| tables | per minute | mysqld_exporter + node_exporter | powerdiag agent | ratio |")
-print("|---|---|---|---|---|")
+print("| tables | per minute | mysqld_exporter + node_exporter | powerdiag agent, 60 s samples | ratio | powerdiag agent, 15 s samples | ratio |")
+print("|---|---|---|---|---|---|---|")
 for t in dict.fromkeys(r["tables"] for r in rounds):
     rs = [r for r in rounds if r["tables"] == t]
     def per_min(mode, key):
         v = [float(r[key]) / 1000 / (float(r["seconds"]) / 60) for r in rs if r["mode"] == mode]
         return statistics.median(v) if v else float("nan")
     idle = per_min("idle", "server_usec")
-    peers_tool, agent_tool = per_min("peers", "tool_usec"), per_min("agent", "tool_usec")
-    peers_srv, agent_srv = per_min("peers", "server_usec") - idle, per_min("agent", "server_usec") - idle
-    # userstat: the tools' own connections, as the server counts them.
-    peers_u, agent_u = per_min("peers", "user_cpu_usec"), per_min("agent", "user_cpu_usec")
-    peers_q, agent_q = per_min("peers", "user_statements") * 1000, per_min("agent", "user_statements") * 1000
-    peers_c, agent_c = per_min("peers", "user_connections") * 1000, per_min("agent", "user_connections") * 1000
     size_ms = size.get(t, float("nan"))
     ratio = lambda a, b: "%.3f" % (a / b) if b > 0 else "n/a"
-    print("| %s | exporter CPU | %.1f ms (mysqld_exporter %.1f, node_exporter %.1f) | %.1f ms | %s |" % (
-        t, peers_tool, per_min("peers", "mysqld_usec"), per_min("peers", "node_usec"), agent_tool, ratio(agent_tool, peers_tool)))
-    print("| %s | MariaDB CPU on the tool's connections (userstat) | %.2f ms | %.2f ms | **%s** |" % (
-        t, peers_u, agent_u, ratio(agent_u, peers_u)))
-    print("| %s | the same with the agent's InnoDB size read (every 30 min, outside the round: %.2f ms a read) | %.2f ms | %.2f ms | **%s** |" % (
-        t, size_ms, peers_u, agent_u + size_ms / 30, ratio(agent_u + size_ms / 30, peers_u)))
-    print("| %s | MariaDB cgroup CPU minus the idle rounds' (%.1f ms) | %.1f ms | %.1f ms | %s |" % (
-        t, idle, peers_srv, agent_srv, ratio(agent_srv, peers_srv)))
-    print("| %s | SQL statements (performance_schema, by user) | %.1f | %.2f | %s |" % (t, peers_q, agent_q, ratio(agent_q, peers_q)))
-    print("| %s | connections (userstat) | %.1f | %.2f | — |" % (t, peers_c, agent_c))
+    # Each line: the peers, then the agent at 60 s and at 15 s with its ratio to the peers.
+    def line(what, fmt, peers, agent, agent15, bold=False):
+        b = "**" if bold else ""
+        print(("| %s | %s | " + fmt + " | " + fmt + " | %s%s%s | " + fmt + " | %s%s%s |") % (
+            t, what, peers, agent, b, ratio(agent, peers), b, agent15, b, ratio(agent15, peers), b))
+    tool = {m: per_min(m, "tool_usec") for m in ("peers", "agent", "agent15")}
+    print("| %s | exporter CPU | %.1f ms (mysqld_exporter %.1f, node_exporter %.1f) | %.1f ms | %s | %.1f ms | %s |" % (
+        t, tool["peers"], per_min("peers", "mysqld_usec"), per_min("peers", "node_usec"),
+        tool["agent"], ratio(tool["agent"], tool["peers"]), tool["agent15"], ratio(tool["agent15"], tool["peers"])))
+    # userstat: the tools' own connections, as the server counts them.
+    u = {m: per_min(m, "user_cpu_usec") for m in ("peers", "agent", "agent15")}
+    line("MariaDB CPU on the tool's connections (userstat), ms", "%.2f", u["peers"], u["agent"], u["agent15"], True)
+    line("the same with the agent's InnoDB size read (every 30 min, outside the round: %.2f ms a read), ms" % size_ms,
+         "%.2f", u["peers"], u["agent"] + size_ms / 30, u["agent15"] + size_ms / 30, True)
+    srv = {m: per_min(m, "server_usec") - idle for m in ("peers", "agent", "agent15")}
+    line("MariaDB cgroup CPU minus the idle rounds' (%.1f ms), ms" % idle, "%.1f", srv["peers"], srv["agent"], srv["agent15"])
+    q = {m: per_min(m, "user_statements") * 1000 for m in ("peers", "agent", "agent15")}
+    line("SQL statements (performance_schema, by user)", "%.1f", q["peers"], q["agent"], q["agent15"])
+    c = {m: per_min(m, "user_connections") * 1000 for m in ("peers", "agent", "agent15")}
+    line("connections (userstat)", "%.1f", c["peers"], c["agent"], c["agent15"])
 print()
 print("| tables | one-shot (median of 3) | wall | own CPU | MariaDB CPU on its connections (userstat) | MariaDB cgroup CPU | statements |")
 print("|---|---|---|---|---|---|---|")
