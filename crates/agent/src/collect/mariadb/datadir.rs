@@ -42,6 +42,21 @@ pub(crate) fn local_datadir(facts: &MariadbFacts) -> Option<PathBuf> {
     (dir.is_absolute() && dir.join("mysql").is_dir()).then_some(dir)
 }
 
+/// [`tablespaces`] of the server's data directory on a blocking thread, when it is on this
+/// host ([`local_datadir`]); `None` when it is not.
+pub(crate) async fn list_local(
+    facts: &MariadbFacts,
+    sizes: bool,
+    limit: Duration,
+) -> Option<Result<Tablespaces, String>> {
+    let dir = local_datadir(facts)?;
+    Some(
+        tokio::task::spawn_blocking(move || tablespaces(&dir, sizes, limit))
+            .await
+            .unwrap_or_else(|e| Err(format!("the listing stopped: {e}"))),
+    )
+}
+
 /// Lists `datadir`'s schema directories and their `.ibd` files, with the sizes of all of them
 /// when `sizes` (one `lstat` each) and of the graph tables always, within `limit`. `Err` says
 /// what stopped it (the caller falls back to SQL).

@@ -288,13 +288,7 @@ const HIDDEN_ALLOCATED_SQL: &str = "SELECT NAME, ALLOCATED_SIZE \
 /// graph tables from its files (no statement; [`STATS_LIST_SQL`] costs ~35 ms of server CPU at
 /// 100,000 tables). `None` (a note says why when listing failed) sends that statement instead.
 async fn bounded_listing(ctx: &mut Ctx<'_>) -> Option<Vec<(String, u64)>> {
-    let dir = super::datadir::local_datadir(ctx.facts)?;
-    let limit = ctx.s.timeout();
-    let listed =
-        tokio::task::spawn_blocking(move || super::datadir::tablespaces(&dir, false, limit))
-            .await
-            .unwrap_or_else(|e| Err(format!("the listing stopped: {e}")));
-    match listed {
+    match super::datadir::list_local(ctx.facts, false, ctx.s.timeout()).await? {
         Ok(t) => Some(t.graph_tables),
         Err(why) => {
             ctx.facts.notes.push(format!(
