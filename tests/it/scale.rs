@@ -207,7 +207,8 @@ fn dictionary_bound(server: &Server, unbounded_statements: u64) {
     let notes = bounded["mariadb"]["facts"]["notes"].to_string();
     assert!(
         notes.contains("vector indexes listed from the graph tables' files")
-            && notes.contains("above doctor's bound of 5000 (--dictionary-max-tables)"),
+            && notes
+                .contains("above the dictionary bound of 5000 (doctor's --dictionary-max-tables)"),
         "{notes}"
     );
     let size = |snap: &Value| snap["mariadb"]["facts"]["innodb_size"]["available"].clone();

@@ -16,7 +16,8 @@ use super::{
     self_info::{BuildInfo, ProcessStats},
 };
 use crate::collect::{
-    self, CollectOptions, MariadbOptions, NoProgress, ProbeOptions, StatementOptions, collector,
+    self, CollectOptions, DEFAULT_DICTIONARY_MAX_TABLES, DictionaryBound, MariadbOptions,
+    NoProgress, ProbeOptions, StatementOptions, collector,
     mariadb::{InnodbCache, StatusTracker, StatusWindowMode, target::Candidate},
     os::Roots,
 };
@@ -170,7 +171,12 @@ pub async fn run(
                 error_log_cache: Some(error_log.clone()),
                 schema_cache: Some(schema.clone()),
                 replication_cache: Some(replication.clone()),
-                dictionary_bound: None,
+                // Vector indexes above it without dictionary scans; the schema read (daily)
+                // stays: `schema_forced`.
+                dictionary_bound: Some(DictionaryBound {
+                    max_tables: DEFAULT_DICTIONARY_MAX_TABLES,
+                    schema_forced: true,
+                }),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),
             roots: setup.roots.clone(),

@@ -299,6 +299,45 @@ async fn bounded_listing(ctx: &mut Ctx<'_>) -> Option<Vec<(String, u64)>> {
     }
 }
 
+/// Above the dictionary bound: the graph tables from the data directory's files on this host,
+/// else from the persistent statistics ([`STATS_LIST_SQL`]), described without a dictionary
+/// scan ([`NoDictionary`]); `kept`: the agent's earlier indexes, whose definitions are reused.
+async fn bounded_discover(
+    ctx: &mut Ctx<'_>,
+    page: Option<u64>,
+    kept: &[powerdiag_rules::VectorIndex],
+    max: u64,
+    tables: u64,
+) -> Result<Discovery, DbError> {
+    let files = bounded_listing(ctx).await;
+    let (names, how) = match &files {
+        Some(files) => (
+            files.iter().map(|(n, _)| n.clone()).collect(),
+            "from the graph tables' files (<table>#i#<nn>.ibd) in the server's data directory on this host",
+        ),
+        None => (
+            text_rows(&ctx.s.query(STATS_LIST_SQL).await?)
+                .iter()
+                .filter_map(|r| tcol(r, 0))
+                .collect(),
+            "from InnoDB's persistent statistics (mysql.innodb_table_stats; a graph table without them is not seen)",
+        ),
+    };
+    let listing = Listing::Hidden(names);
+    let known = Known {
+        listing: &listing,
+        indexes: kept,
+    };
+    let nd = NoDictionary {
+        file_bytes: files.as_deref(),
+    };
+    let mut d = discover(ctx.s, page, Some(known), Some(nd)).await?;
+    d.notes.push(format!(
+        "vector indexes listed {how}: the server has {tables} InnoDB tables, above the dictionary bound of {max} (doctor's --dictionary-max-tables), so InnoDB's dictionary was not scanned (about 0.23 s of server CPU at 100,000 tables, and seconds when it loads every table)"
+    ));
+    Ok(d)
+}
+
 /// The rows [`parse_hidden_tables`] reads — name, `NUM_ROWS`, `CLUST_INDEX_SIZE`, allocation
 /// (filled later, see [`set_allocated`]) — from the list of names and the statistics rows.
 pub(crate) fn hidden_rows(names: &[String], stats: &[TextRow]) -> Vec<TextRow> {
@@ -900,64 +939,37 @@ impl Part for VectorIndexes<'_> {
                 .and_then(|p| p.parse().ok());
             let cache = self.cache;
             let mark = ChangeMark::of(&ctx.facts.status, &SCHEMA_CHANGES);
-            // Above doctor's bound, the graph tables InnoDB keeps persistent statistics of
-            // (one scan of mysql.innodb_table_stats, no dictionary scan).
+            // Above the dictionary bound (doctor's --dictionary-max-tables; the agent's default),
+            // no dictionary scan: the graph tables from the data directory or the persistent
+            // statistics.
             let bounded = self
                 .bound
                 .and_then(|b| Some((b.max_tables, b.exceeded(ctx.facts)?)));
-            // Stored in the cache only when discovered afresh from the dictionary: not the kept
-            // list (that would restart its age, and it would never be read again), not doctor's
-            // bounded list.
-            let (discovered, store) = if let Some((max, n)) = bounded {
-                let files = bounded_listing(ctx).await;
-                let (listed, how) = match &files {
-                    Some(files) => (
-                        Ok(files.iter().map(|(n, _)| n.clone()).collect()),
-                        "from the graph tables' files (<table>#i#<nn>.ibd) in the server's data directory on this host",
-                    ),
-                    None => (
-                        ctx.s.query(STATS_LIST_SQL).await.map(|rows| {
-                            text_rows(&rows).iter().filter_map(|r| tcol(r, 0)).collect()
-                        }),
-                        "from InnoDB's persistent statistics (mysql.innodb_table_stats; a graph table without them is not seen)",
-                    ),
-                };
-                let found = match listed {
-                    Ok(names) => {
-                        let listing = Listing::Hidden(names);
-                        let known = Known {
-                            listing: &listing,
-                            indexes: &[],
-                        };
-                        let nd = NoDictionary {
-                            file_bytes: files.as_deref(),
-                        };
-                        discover(ctx.s, page, Some(known), Some(nd)).await.map(|mut d| {
-                            d.notes.push(format!(
-                                "vector indexes listed {how}: the server has {n} InnoDB tables, above doctor's bound of {max} (--dictionary-max-tables), so InnoDB's dictionary was not scanned (about 0.23 s of server CPU at 100,000 tables)"
-                            ));
-                            d
-                        })
-                    }
-                    Err(e) => Err(e),
-                };
-                (found, false)
-            } else {
-                match cache.and_then(VectorCache::fresh) {
-                    Some(indexes) => (
-                        Ok(Discovery {
-                            indexes,
-                            ..Default::default()
-                        }),
-                        false,
-                    ),
-                    None => {
-                        let known = cache.and_then(|c| c.unchanged(mark.as_ref()));
-                        let known = known
-                            .as_ref()
-                            .map(|(listing, indexes)| Known { listing, indexes });
-                        (discover(ctx.s, page, known, None).await, true)
-                    }
+            // The kept list while it is fresh is not stored again (that would restart its age,
+            // and it would never be read again).
+            let (discovered, store) = match cache.and_then(VectorCache::fresh) {
+                Some(indexes) => (
+                    Ok(Discovery {
+                        indexes,
+                        ..Default::default()
+                    }),
+                    false,
+                ),
+                None => {
+                    let known = cache.and_then(|c| c.unchanged(mark.as_ref()));
+                    let found = match bounded {
+                        Some((max, n)) => {
+                            let kept = known.as_ref().map_or(&[][..], |(_, i)| i.as_slice());
+                            bounded_discover(ctx, page, kept, max, n).await
+                        }
+                        None => {
+                            let known = known
+                                .as_ref()
+                                .map(|(listing, indexes)| Known { listing, indexes });
+                            discover(ctx.s, page, known, None).await
+                        }
+                    };
+                    (found, true)
                 }
             };
             match discovered {
