@@ -51,8 +51,8 @@ const SCHEMA_CHANGES: [StatusVar; 3] = [
 type Read = (Instant, Compact);
 
 /// A status read as kept in the history: one slot per [`StatusVar`], numbers as numbers (an
-/// hour of reads every 15 s is 240 of them: as maps of strings they took ~14 kB each, 3.4 MB,
-/// against ~2.2 kB here). Lossless: a value that is not a number, or a name outside
+/// hour of reads every 15 s is 240 of them: as maps of strings ~14 kB each by their layout,
+/// 3.4 MB, against ~2.2 kB here). Lossless: a value that is not a number, or a name outside
 /// [`StatusVar`], is kept as text.
 #[derive(Debug, Clone, PartialEq)]
 struct Compact {
