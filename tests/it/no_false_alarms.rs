@@ -1,6 +1,6 @@
 //! No false alarms: an 11.8 and a 10.11 with the harness's default options (`nofa118`,
 //! `nofa1011`), their data well inside the buffer pool, under Debian's sysbench
-//! `oltp_read_write` (4 threads, tests/harness/sysbench.sh) are healthy servers. Neither
+//! `oltp_read_write` (4 threads, at most 500 transactions a second: tests/harness/sysbench.sh) are healthy servers. Neither
 //! `powerdiag doctor` nor any sample of the agent may fail a warning or critical rule: a verdict
 //! that flips to `fail` in one sample counts. Info findings are allowed.
 //!

@@ -323,7 +323,15 @@ fn scenario(primary: &str, replica: &str, second: Option<&str>) {
     // No replication connection: an agent sends SHOW ALL REPLICAS STATUS at its first sample
     // only (the status read's Com_change_master/Com_start_slave say nothing changed).
     let watcher = Watcher::start(&p);
-    let (_, body) = watcher.until(&["PD221"], "not_applicable", Duration::from_secs(30));
+    let (_, mut body) = watcher.until(&["PD221"], "not_applicable", Duration::from_secs(30));
+    // The replica's IO thread may still be reconnecting after the semi-sync step's restart.
+    let t0 = std::time::Instant::now();
+    while !body.contains("powerdiag_mariadb_replicas_connected 1")
+        && t0.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(crate::watcher::INTERVAL);
+        body = watcher.read(&[]).map(|(_, b)| b).unwrap_or_default();
+    }
     assert!(
         body.contains("powerdiag_mariadb_replicas_connected 1"),
         "{body}"
