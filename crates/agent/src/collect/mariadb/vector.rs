@@ -160,7 +160,8 @@ async fn has_view(s: &mut Session) -> Result<bool, DbError> {
 
 const VIEW_SQL: &str = "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, VECTOR_DIMENSIONS, INDEX_SIZE, TOTAL_NODES, MEMORY_SIZE, CACHE_OVERFLOWS FROM information_schema.VECTOR_INDEXES";
 
-/// Doctor above its dictionary bound: the hidden tables the persistent statistics do not size
+/// Above the dictionary bound (doctor's `--dictionary-max-tables`; the agent's 20,000 tables):
+/// the hidden tables the persistent statistics do not size
 /// are not looked up in InnoDB's dictionary (`INNODB_SYS_TABLESTATS` and `_TABLESPACES` cost
 /// ~0.1 s and more of server CPU each at 100,000 tables, whatever the `WHERE`); their files'
 /// sizes stand in when the graph tables were listed from the data directory.
@@ -176,7 +177,7 @@ pub(crate) fn size_without_dictionary(
     page: u64,
     nd: NoDictionary<'_>,
 ) -> Vec<VectorIndex> {
-    const WHY: &str = "mysql.innodb_table_stats has no pages for it yet, and above doctor's --dictionary-max-tables bound InnoDB's dictionary is not read";
+    const WHY: &str = "mysql.innodb_table_stats has no pages for it yet, and above the dictionary bound (doctor's --dictionary-max-tables) InnoDB's dictionary is not read";
     parse_hidden_tables(&hidden_rows(lacking, &[]), page)
         .into_iter()
         .map(|h| {
@@ -200,7 +201,7 @@ pub(crate) fn size_without_dictionary(
 /// Sizes the hidden tables `names`: the persistent statistics first, by primary key (their
 /// cost does not grow with the tables on the server, and where they exist they are the
 /// figures InnoDB holds in memory too); the in-memory statistics and the file allocation only
-/// for tables those do not size — or, above doctor's bound, the files ([`NoDictionary`]).
+/// for tables those do not size — or, above the dictionary bound, the files ([`NoDictionary`]).
 async fn size_hidden(
     s: &mut Session,
     names: &[String],
@@ -284,8 +285,8 @@ const HIDDEN_STATS_SQL: &str = "SELECT NAME, NUM_ROWS, CLUST_INDEX_SIZE \
 const HIDDEN_ALLOCATED_SQL: &str = "SELECT NAME, ALLOCATED_SIZE \
      FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE '%#i#%'";
 
-/// Doctor above its dictionary bound, with the server's data directory on this host: the
-/// graph tables from its files (no statement; [`STATS_LIST_SQL`] costs ~35 ms of server CPU at
+/// Above the dictionary bound, with the server's data directory on this host: the graph
+/// tables from its files (no statement; [`STATS_LIST_SQL`] costs ~35 ms of server CPU at
 /// 100,000 tables). `None` (a note says why when listing failed) sends that statement instead.
 async fn bounded_listing(ctx: &mut Ctx<'_>) -> Option<Vec<(String, u64)>> {
     match super::datadir::list_local(ctx.facts, false, ctx.s.timeout()).await? {
