@@ -59,7 +59,7 @@ fn a_cgroup_quota_fails_pd806_and_lifting_it_clears() {
     let cgroup = Cgroup::enter(server.pid());
     cgroup.quota("50");
     let watcher = Watcher::start_with(&server, ONLY_THE_PROCESS);
-    let _load = Sysbench::start(NAME, 120, 2);
+    let _load = Sysbench::start(NAME, 120, 2, 0);
     std::thread::sleep(Duration::from_secs(3));
 
     // Doctor, over its own window.

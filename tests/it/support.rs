@@ -267,8 +267,9 @@ pub(crate) fn restart_server(name: &str, flavour: &str, options: &str) {
 pub(crate) struct Sysbench(pub(crate) Option<std::process::Child>);
 
 impl Sysbench {
-    /// `run NAME SECONDS` with `threads` client threads.
-    pub(crate) fn start(name: &str, seconds: u64, threads: u32) -> Sysbench {
+    /// `run NAME SECONDS` with `threads` client threads, at most `rate` transactions a second
+    /// (0: as fast as it goes).
+    pub(crate) fn start(name: &str, seconds: u64, threads: u32, rate: u32) -> Sysbench {
         use std::os::unix::process::CommandExt;
         let path =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/harness/sysbench.sh");
@@ -276,6 +277,7 @@ impl Sysbench {
             Command::new(path)
                 .args(["run", name, &seconds.to_string()])
                 .env("POWERDIAG_SYSBENCH_THREADS", threads.to_string())
+                .env("POWERDIAG_SYSBENCH_RATE", rate.to_string())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .process_group(0)
