@@ -228,9 +228,28 @@ fn a_galera_cluster_healthy_throttled_and_losing_a_node() {
             .contains("a CPU limit on it"),
         "{text}"
     );
-    // The fix the finding names: the node's CPU. Lifting the limit clears gal1's flow control
-    // within two samples while the writes go on.
+    // The fix the finding names: the node's CPU. Lifted, gal3 first applies the backlog it
+    // holds and goes on sending flow control until its queue is below `gcs.fc_limit` (seconds
+    // on a loaded host: seen failing PD226 6 s after the lift); from the moment it stops
+    // sending, gal1's flow control clears within two samples while the writes go on.
     drop(cgroup);
+    block_on(async {
+        let mut c = conn(g3).await;
+        let t0 = std::time::Instant::now();
+        let mut sent = status_u64(&mut c, "wsrep_flow_control_sent").await;
+        loop {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let now = status_u64(&mut c, "wsrep_flow_control_sent").await;
+            if now == sent {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(120),
+                "gal3 still sends flow control 120 s after its CPU limit was lifted"
+            );
+            sent = now;
+        }
+    });
     watcher
         .after_fix(&["PD226"], Duration::from_secs(4))
         .assert_cleared();
