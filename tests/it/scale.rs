@@ -442,3 +442,73 @@ fn the_agent_reads_variables_again_after_a_set() {
         statements()
     );
 }
+
+/// Many connected clients space the agent's samples (`[sample] spacing_connections`): a
+/// served sample's interval is the configured one times ceil(Threads_connected / N) of its
+/// own status read, and the next sample starts that much later; the clients gone, the spacing
+/// falls again. On the shared 10.11 server (other tests' clients come and go), so each
+/// assertion compares one sample with itself.
+#[test]
+fn many_clients_space_the_samples() {
+    const PER: f64 = 4.0;
+    let server = Server::m1011();
+    let agent = start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nspacing_connections = 4\n[probe]\nenabled = false\n",
+    );
+    // (interval, start, clients) of the served sample, from one scrape.
+    let served = || -> Option<(f64, f64, f64)> {
+        let (_, _, body) = get(agent.port, "/metrics")?;
+        Some((
+            metric(&body, "powerdiag_sample_interval_seconds")?,
+            metric(&body, "powerdiag_sample_timestamp_seconds")?,
+            metric(&body, "powerdiag_mariadb_threads_connected")?,
+        ))
+    };
+    let spaced =
+        |(interval, _, clients): (f64, f64, f64)| interval == (clients / PER).ceil().max(1.0);
+    block_on(async {
+        let pool = server.pool();
+        let mut extra = Vec::new();
+        for _ in 0..16 {
+            extra.push(pool.get_conn().await.unwrap());
+        }
+        // 16 more clients: at least 4 intervals between samples.
+        let mut seen = None;
+        assert!(
+            eventually(Duration::from_secs(20), || {
+                seen = served();
+                seen.is_some_and(|s| s.2 >= 17.0)
+            }),
+            "the agent never saw the 16 clients: {seen:?}"
+        );
+        let first = seen.unwrap();
+        assert!(spaced(first), "{first:?}");
+        assert!(first.0 >= 5.0, "{first:?}");
+        // The next sample starts one served interval after this one.
+        let mut next = None;
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                next = served();
+                next.is_some_and(|s| s.1 > first.1)
+            }),
+            "no sample after {first:?}"
+        );
+        let gap = next.unwrap().1 - first.1;
+        assert!(
+            (gap - first.0).abs() <= 1.0,
+            "samples {gap} s apart, served interval {first:?}"
+        );
+        drop(extra);
+        pool.disconnect().await.unwrap();
+        let mut last = None;
+        assert!(
+            eventually(Duration::from_secs(60), || {
+                last = served();
+                last.is_some_and(|s| s.0 < first.0)
+            }),
+            "the spacing did not fall when the clients left: {last:?}, with them {first:?}"
+        );
+        assert!(spaced(last.unwrap()), "{last:?}");
+    });
+}

@@ -304,8 +304,10 @@ pub(crate) struct CollectArgs {
 
     /// Above this many InnoDB tables (with persistent statistics), leave out the reads of
     /// InnoDB's dictionary whose cost grows with the tables: the schema read (PD705-PD708 say
-    /// so; --collector.mariadb_schema reads it anyway) and the dictionary scan that lists
-    /// vector indexes (they are then listed from the persistent statistics)
+    /// so; --collector.mariadb_schema reads it anyway) and the dictionary scans that size
+    /// InnoDB and list vector indexes: on the server's host they are then taken from the data
+    /// directory's files (the size an upper bound, PD205 says so), elsewhere from the
+    /// persistent statistics
     #[arg(long, default_value_t = powerdiag_agent::collect::DEFAULT_DICTIONARY_MAX_TABLES, value_name = "N")]
     pub(crate) dictionary_max_tables: u64,
 

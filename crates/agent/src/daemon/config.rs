@@ -75,6 +75,13 @@ pub struct SampleConfig {
     /// with the tables.
     #[serde(with = "humantime_serde")]
     pub transactions_refresh: Duration,
+    /// Every this many connected clients (`Threads_connected`) add one interval between two
+    /// samples: MariaDB adds up every connection's counters for each global status read, so a
+    /// read costs the server ~1 µs more per connection (at 5,000 idle ones, ~7 ms against ~1
+    /// ms with none); spaced, the agent's cost per minute stays near its cost on an idle
+    /// server. 1,000 by default (≤ 1,000 clients: every interval; 5,000: every 5th); 0 samples
+    /// every interval whatever the connections.
+    pub spacing_connections: u64,
 }
 
 impl Default for SampleConfig {
@@ -89,6 +96,7 @@ impl Default for SampleConfig {
             max_status_window: Duration::from_secs(3600),
             innodb_refresh: Duration::from_secs(1800),
             transactions_refresh: Duration::from_secs(600),
+            spacing_connections: 1000,
         }
     }
 }

@@ -85,6 +85,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let mut seq = 0u64;
+    let mut spacing_was = 1u32;
     let mut last_probe: Option<Instant> = None;
     let Kept {
         mut vector_cache,
@@ -211,6 +212,17 @@ pub async fn run(
             }
         };
         seq += 1;
+        let spaced = spacing(&snapshot, cfg.sample.spacing_connections);
+        if spaced != spacing_was {
+            tracing::info!(
+                intervals = spaced,
+                connected = connected(&snapshot),
+                every = ?cfg.sample.interval * spaced,
+                "samples spaced by the connected clients ([sample] spacing_connections)"
+            );
+            spacing_was = spaced;
+        }
+        let interval = cfg.sample.interval * spaced;
         let report = evaluate_with(&snapshot, &cfg.rules.settings);
         let duration = started.elapsed();
         let encoded = metrics::encode_sample(&metrics::SampleMetrics {
@@ -219,7 +231,7 @@ pub async fn run(
             settings: &cfg.rules.settings,
             taken_at,
             duration,
-            interval: cfg.sample.interval,
+            interval,
             sql_statements,
             build: &setup.build,
             process: &ProcessStats::read(),
@@ -248,8 +260,8 @@ pub async fn run(
             encoded: super::body::Encoded::new(encoded),
         };
         tx.send_replace(Some(Arc::new(sample)));
-        // Next sample one interval after this one started (not after it ended).
-        let next = cfg.sample.interval.saturating_sub(started.elapsed());
+        // Next sample one (spaced) interval after this one started (not after it ended).
+        let next = interval.saturating_sub(started.elapsed());
         tokio::select! {
             () = cancel.cancelled() => return,
             () = tokio::time::sleep(next) => {}
@@ -259,6 +271,30 @@ pub async fn run(
             r = config.changed(), if config_open => config_open = r.is_ok(),
             r = setup.candidates.changed(), if targets_open => targets_open = r.is_ok(),
         }
+    }
+}
+
+/// The clients connected at the sample's status read.
+fn connected(snapshot: &Snapshot) -> Option<u64> {
+    let facts = snapshot.mariadb.facts.as_ref()?;
+    facts
+        .status
+        .get(powerdiag_rules::StatusVar::ThreadsConnected.name())?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// How many intervals to wait before the next sample: one, plus one for every
+/// `per_interval` clients connected beyond the first `per_interval` (`[sample]
+/// spacing_connections`; 0 turns it off). MariaDB adds up every connection's counters for
+/// each global status read, so a sample's cost on the server grows with the connections; the
+/// spacing keeps it per minute near an idle server's. Capped at 60 intervals; unknown
+/// connections (no status read) space nothing.
+fn spacing(snapshot: &Snapshot, per_interval: u64) -> u32 {
+    match connected(snapshot) {
+        Some(n) if per_interval > 0 => n.div_ceil(per_interval).clamp(1, 60) as u32,
+        _ => 1,
     }
 }
 
@@ -290,6 +326,36 @@ fn overrun(opts: &CollectOptions, budget: Duration) -> Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One interval up to `spacing_connections` clients, one more for every such many beyond;
+    /// off with 0, and nothing spaced when the status read is missing.
+    #[test]
+    fn samples_are_spaced_by_the_connected_clients() {
+        use powerdiag_rules::{StatusVar, testing::SnapshotBuilder};
+        let with = |n: &str| {
+            SnapshotBuilder::new()
+                .mariadb("11.8.3-MariaDB")
+                .status(StatusVar::ThreadsConnected, n)
+                .build()
+        };
+        for (clients, per, want) in [
+            ("0", 1000, 1),
+            ("1", 1000, 1),
+            ("1000", 1000, 1),
+            ("1001", 1000, 2),
+            ("5002", 1000, 6),
+            ("5000", 0, 1),
+            ("10000000", 1000, 60),
+            ("unreadable", 1000, 1),
+        ] {
+            assert_eq!(
+                spacing(&with(clients), per),
+                want,
+                "{clients} clients, {per}"
+            );
+        }
+        assert_eq!(spacing(&SnapshotBuilder::new().build(), 1000), 1);
+    }
 
     /// The channels that carry reloads closing (the signal task ended) must not stop the
     /// sampler: it keeps the last configuration and targets, and samples on until cancelled.

@@ -98,7 +98,15 @@ pub(crate) fn tablespaces(
         let Some(schema_name) = schema.file_name().to_str().map(str::to_owned) else {
             continue;
         };
-        for file in read(&path)? {
+        // A schema dropped, or a table dropped or renamed, while the listing runs is skipped:
+        // the listing is of the moment, as the server's own is.
+        let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        let files = match std::fs::read_dir(&path) {
+            Ok(files) => files,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        for file in files {
             let file = file.map_err(|e| format!("{}: {e}", path.display()))?;
             tick(&file.path())?;
             let name = file.file_name();
@@ -114,10 +122,14 @@ pub(crate) fn tablespaces(
             if !(sizes || graph) {
                 continue;
             }
-            let len = file
-                .metadata()
-                .map_err(|e| format!("{}: {e}", file.path().display()))?
-                .len();
+            let len = match file.metadata() {
+                Ok(m) => m.len(),
+                Err(e) if gone(&e) => {
+                    out.files -= 1;
+                    continue;
+                }
+                Err(e) => return Err(format!("{}: {e}", file.path().display())),
+            };
             if sizes {
                 out.bytes = out.bytes.saturating_add(len);
             }
