@@ -298,6 +298,31 @@ fn dictionary_bound(server: &Server, unbounded_statements: u64) {
             "{code}: {c:#}"
         );
     }
+    // The agent's own bound on the schema read (`[schema] max_dictionary_tables`), lowered
+    // below the 10,000 tables: left out, saying how to read it.
+    let agent = start_agent(
+        &url,
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n[schema]\nmax_dictionary_tables = 5000\n",
+    );
+    let mut schema = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            schema = get(agent.port, "/api/v1/snapshot")
+                .and_then(|(_, _, json)| serde_json::from_str::<Value>(&json).ok())
+                .map(|v| v["mariadb"]["facts"]["schema"].clone())
+                .unwrap_or_default();
+            !schema.is_null()
+        }),
+        "no snapshot from the agent"
+    );
+    assert!(
+        schema["unavailable"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("left out: the server has ")
+                && w.contains("above the agent's bound of 5000 ([schema] max_dictionary_tables)")),
+        "{schema:#}"
+    );
+    drop(agent);
     // Asked for by name, the schema is read whatever the bound.
     let forced = collect(&[
         "--dictionary-max-tables",

@@ -45,7 +45,8 @@ pub(crate) fn collect_snapshot(args: &CollectArgs) -> Result<powerdiag_rules::Sn
             replication_cache: Some(Default::default()),
             dictionary_bound: Some(collect::DictionaryBound {
                 max_tables: args.dictionary_max_tables,
-                schema_forced: args.collectors.selection.turned_on("mariadb_schema"),
+                schema_max_tables: (!args.collectors.selection.turned_on("mariadb_schema"))
+                    .then_some(args.dictionary_max_tables),
             }),
         },
         taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),

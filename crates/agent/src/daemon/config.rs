@@ -181,6 +181,12 @@ pub struct SchemaConfig {
     /// Most tables the snapshot lists (those a schema rule can judge, largest first); the
     /// verdicts say how many they left out.
     pub max_tables: usize,
+    /// Above this many InnoDB tables (with persistent statistics) the schema read is left
+    /// out, PD705–PD708 say so: it holds every table's dictionary rows at once, ~110 bytes a
+    /// table (~10 MB of the agent's memory for some seconds at 100,000 tables, beyond its 16
+    /// MB budget), and costs the server ~0.9 s of CPU there. Doctor's
+    /// `--dictionary-max-tables` default, 20,000; 0 reads it whatever the tables.
+    pub max_dictionary_tables: u64,
 }
 
 impl Default for SchemaConfig {
@@ -188,6 +194,7 @@ impl Default for SchemaConfig {
         SchemaConfig {
             interval: Duration::from_secs(86_400),
             max_tables: crate::collect::DEFAULT_MAX_TABLES,
+            max_dictionary_tables: crate::collect::DEFAULT_DICTIONARY_MAX_TABLES,
         }
     }
 }

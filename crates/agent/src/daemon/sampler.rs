@@ -173,10 +173,11 @@ pub async fn run(
                 schema_cache: Some(schema.clone()),
                 replication_cache: Some(replication.clone()),
                 // Vector indexes above it without dictionary scans; the schema read (daily)
-                // stays: `schema_forced`.
+                // under its own bound.
                 dictionary_bound: Some(DictionaryBound {
                     max_tables: DEFAULT_DICTIONARY_MAX_TABLES,
-                    schema_forced: true,
+                    schema_max_tables: (cfg.schema.max_dictionary_tables > 0)
+                        .then_some(cfg.schema.max_dictionary_tables),
                 }),
             },
             taken_at: Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string()),

@@ -93,17 +93,17 @@ pub struct MariadbOptions {
     /// its window); `None` always reads, and keeps no history.
     pub replication_cache: Option<ReplicationCache>,
     /// The bound on InnoDB dictionary scans: doctor's `--dictionary-max-tables`; the agent's
-    /// default with `schema_forced` (it reads the schema once a day, and above the bound lists
-    /// and sizes vector indexes without the dictionary: measured at 100,000 tables, a graph
-    /// table without persistent statistics made every sample scan `INNODB_SYS_TABLESTATS` for
-    /// 5 s). `None` has none.
+    /// default for vector indexes (above it they are listed and sized without the dictionary:
+    /// measured at 100,000 tables, a graph table without persistent statistics made every
+    /// sample scan `INNODB_SYS_TABLESTATS` for 5 s) and its `[schema] max_dictionary_tables`
+    /// for the schema read. `None` has none.
     pub dictionary_bound: Option<DictionaryBound>,
 }
 
 /// Doctor's bound on the reads whose cost grows with the tables on the server (InnoDB fills
 /// its `INFORMATION_SCHEMA` views whole, whatever the `WHERE`): above `max_tables` tables (the
 /// InnoDB size read counts them, before the others), doctor leaves the schema read out
-/// (PD705–PD708 say so; ~0.9 s of server CPU at 100,000 tables) unless `schema_forced`, and
+/// (PD705–PD708 say so; ~0.9 s of server CPU at 100,000 tables) above `schema_max_tables`, and
 /// lists vector indexes without the dictionary (~0.23 s). With the server's data directory on
 /// this host (`datadir.rs`) the size and the graph tables come from its files, which costs the
 /// server nothing; elsewhere from `mysql.innodb_table_stats` (the sum ~57 ms, the list ~35 ms
@@ -112,8 +112,11 @@ pub struct MariadbOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DictionaryBound {
     pub max_tables: u64,
-    /// `--collector.mariadb_schema` given: read the schema whatever the tables.
-    pub schema_forced: bool,
+    /// The schema read's own bound: doctor's `max_tables` (`None` with
+    /// `--collector.mariadb_schema`: read whatever the tables); the agent's `[schema]
+    /// max_dictionary_tables` (`None` with 0). Its fold holds every table's dictionary rows at
+    /// once, ~110 bytes a table (heaptrack: 15.5 MB of heap at 100,000 tables for seconds).
+    pub schema_max_tables: Option<u64>,
 }
 
 /// `--dictionary-max-tables`' default.
@@ -123,10 +126,19 @@ impl DictionaryBound {
     /// The tables with persistent statistics, when the InnoDB size read found more than the
     /// bound.
     pub(crate) fn exceeded(&self, facts: &powerdiag_rules::MariadbFacts) -> Option<u64> {
-        match &facts.innodb_size {
-            Gathered::Available(s) if s.tables > self.max_tables => Some(s.tables),
-            _ => None,
-        }
+        above(facts, self.max_tables)
+    }
+
+    /// The same for the schema read's bound.
+    pub(crate) fn schema_exceeded(&self, facts: &powerdiag_rules::MariadbFacts) -> Option<u64> {
+        above(facts, self.schema_max_tables?)
+    }
+}
+
+fn above(facts: &powerdiag_rules::MariadbFacts, bound: u64) -> Option<u64> {
+    match &facts.innodb_size {
+        Gathered::Available(s) if s.tables > bound => Some(s.tables),
+        _ => None,
     }
 }
 
