@@ -79,8 +79,10 @@ pub struct SampleConfig {
     /// samples: MariaDB adds up every connection's counters for each global status read, so a
     /// read costs the server ~1 µs more per connection (at 5,000 idle ones, ~7 ms against ~1
     /// ms with none); spaced, the agent's cost per minute stays near its cost on an idle
-    /// server. 1,000 by default (≤ 1,000 clients: every interval; 5,000: every 5th); 0 samples
-    /// every interval whatever the connections.
+    /// server. Only while at most 1 in 100 clients runs (`Threads_running`, which counts
+    /// sessions waiting for a lock): a pile-up or a busy server is sampled at every interval.
+    /// 1,000 by default (≤ 1,000 clients: every interval; 5,000 idle ones: every 5th); 0
+    /// samples every interval whatever the connections.
     pub spacing_connections: u64,
 }
 

@@ -275,26 +275,31 @@ pub async fn run(
     }
 }
 
+/// A gauge of the sample's status read.
+fn status_gauge(snapshot: &Snapshot, v: powerdiag_rules::StatusVar) -> Option<u64> {
+    let facts = snapshot.mariadb.facts.as_ref()?;
+    facts.status.get(v.name())?.trim().parse().ok()
+}
+
 /// The clients connected at the sample's status read.
 fn connected(snapshot: &Snapshot) -> Option<u64> {
-    let facts = snapshot.mariadb.facts.as_ref()?;
-    facts
-        .status
-        .get(powerdiag_rules::StatusVar::ThreadsConnected.name())?
-        .trim()
-        .parse()
-        .ok()
+    status_gauge(snapshot, powerdiag_rules::StatusVar::ThreadsConnected)
 }
 
 /// How many intervals to wait before the next sample: one, plus one for every
 /// `per_interval` clients connected beyond the first `per_interval` (`[sample]
-/// spacing_connections`; 0 turns it off). MariaDB adds up every connection's counters for
-/// each global status read, so a sample's cost on the server grows with the connections; the
-/// spacing keeps it per minute near an idle server's. Capped at 60 intervals; unknown
-/// connections (no status read) space nothing.
+/// spacing_connections`; 0 turns it off), while the clients are idle. MariaDB adds up every
+/// connection's counters for each global status read, so a sample's cost on the server grows
+/// with the connections; the spacing keeps it per minute near an idle server's. Only while at
+/// most 1 in 100 of them runs (`Threads_running`, which counts a session waiting for a lock):
+/// a pile-up, or a server busy enough that a status read is noise beside its load, is sampled
+/// at every interval. Capped at 60 intervals; an unknown count spaces nothing.
 fn spacing(snapshot: &Snapshot, per_interval: u64) -> u32 {
-    match connected(snapshot) {
-        Some(n) if per_interval > 0 => n.div_ceil(per_interval).clamp(1, 60) as u32,
+    let running = status_gauge(snapshot, powerdiag_rules::StatusVar::ThreadsRunning);
+    match (connected(snapshot), running) {
+        (Some(n), Some(r)) if per_interval > 0 && r <= 1 + n / 100 => {
+            n.div_ceil(per_interval).clamp(1, 60) as u32
+        }
         _ => 1,
     }
 }
@@ -328,31 +333,37 @@ fn overrun(opts: &CollectOptions, budget: Duration) -> Snapshot {
 mod tests {
     use super::*;
 
-    /// One interval up to `spacing_connections` clients, one more for every such many beyond;
-    /// off with 0, and nothing spaced when the status read is missing.
+    /// One interval up to `spacing_connections` clients, one more for every such many beyond
+    /// while at most 1 in 100 runs; off with 0, and nothing spaced when a count is missing.
     #[test]
     fn samples_are_spaced_by_the_connected_clients() {
         use powerdiag_rules::{StatusVar, testing::SnapshotBuilder};
-        let with = |n: &str| {
+        let with = |n: &str, running: &str| {
             SnapshotBuilder::new()
                 .mariadb("11.8.3-MariaDB")
                 .status(StatusVar::ThreadsConnected, n)
+                .status(StatusVar::ThreadsRunning, running)
                 .build()
         };
-        for (clients, per, want) in [
-            ("0", 1000, 1),
-            ("1", 1000, 1),
-            ("1000", 1000, 1),
-            ("1001", 1000, 2),
-            ("5002", 1000, 6),
-            ("5000", 0, 1),
-            ("10000000", 1000, 60),
-            ("unreadable", 1000, 1),
+        for (clients, running, per, want) in [
+            ("0", "0", 1000, 1),
+            ("1", "1", 1000, 1),
+            ("1000", "1", 1000, 1),
+            ("1001", "1", 1000, 2),
+            ("5002", "2", 1000, 6),
+            ("5002", "51", 1000, 6),
+            // A pile-up (waiting sessions run) or a busy server: every interval.
+            ("5002", "52", 1000, 1),
+            ("5002", "3000", 1000, 1),
+            ("5000", "1", 0, 1),
+            ("10000000", "1", 1000, 60),
+            ("unreadable", "1", 1000, 1),
+            ("5000", "unreadable", 1000, 1),
         ] {
             assert_eq!(
-                spacing(&with(clients), per),
+                spacing(&with(clients, running), per),
                 want,
-                "{clients} clients, {per}"
+                "{clients} clients, {running} running, {per}"
             );
         }
         assert_eq!(spacing(&SnapshotBuilder::new().build(), 1000), 1);
