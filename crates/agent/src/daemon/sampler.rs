@@ -277,8 +277,7 @@ pub async fn run(
 
 /// A gauge of the sample's status read.
 fn status_gauge(snapshot: &Snapshot, v: powerdiag_rules::StatusVar) -> Option<u64> {
-    let facts = snapshot.mariadb.facts.as_ref()?;
-    facts.status.get(v.name())?.trim().parse().ok()
+    snapshot.mariadb.facts.as_ref()?.status_u64(v).ok()
 }
 
 /// The clients connected at the sample's status read.

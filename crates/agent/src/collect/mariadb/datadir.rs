@@ -117,19 +117,17 @@ pub(crate) fn tablespaces(
             if !file.file_type().is_ok_and(|t| t.is_file()) {
                 continue;
             }
-            out.files += 1;
             let graph = stem.contains("#i#");
-            if !(sizes || graph) {
-                continue;
-            }
-            let len = match file.metadata() {
-                Ok(m) => m.len(),
-                Err(e) if gone(&e) => {
-                    out.files -= 1;
-                    continue;
+            let len = if sizes || graph {
+                match file.metadata() {
+                    Ok(m) => m.len(),
+                    Err(e) if gone(&e) => continue,
+                    Err(e) => return Err(format!("{}: {e}", file.path().display())),
                 }
-                Err(e) => return Err(format!("{}: {e}", file.path().display())),
+            } else {
+                0
             };
+            out.files += 1;
             if sizes {
                 out.bytes = out.bytes.saturating_add(len);
             }

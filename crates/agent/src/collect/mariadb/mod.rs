@@ -126,16 +126,12 @@ impl DictionaryBound {
     /// The tables with persistent statistics, when the InnoDB size read found more than the
     /// bound.
     pub(crate) fn exceeded(&self, facts: &powerdiag_rules::MariadbFacts) -> Option<u64> {
-        above(facts, self.max_tables)
-    }
-
-    /// The same for the schema read's bound.
-    pub(crate) fn schema_exceeded(&self, facts: &powerdiag_rules::MariadbFacts) -> Option<u64> {
-        above(facts, self.schema_max_tables?)
+        tables_above(facts, self.max_tables)
     }
 }
 
-fn above(facts: &powerdiag_rules::MariadbFacts, bound: u64) -> Option<u64> {
+/// The tables with persistent statistics, when the InnoDB size read found more than `bound`.
+pub(crate) fn tables_above(facts: &powerdiag_rules::MariadbFacts, bound: u64) -> Option<u64> {
     match &facts.innodb_size {
         Gathered::Available(s) if s.tables > bound => Some(s.tables),
         _ => None,
