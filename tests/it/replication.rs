@@ -804,3 +804,81 @@ fn a_118_replica_stops_and_restarts() {
 fn a_1011_replica_stops_and_restarts() {
     scenario("rp1011", "rr1011", None);
 }
+
+/// An agent whose user lacks REPLICA MONITOR (docs/connecting.md grants it): PD221 names the
+/// grant, and the refused `SHOW ALL REPLICAS STATUS` is not sent again every sample — only
+/// after a sample whose status read shows a `GRANT` or `REVOKE` (from any session: other tests
+/// share the server, so the count of those bounds the re-reads); after the `GRANT` the agent
+/// asks once more and PD221 judges.
+#[test]
+fn without_replica_monitor_the_agent_asks_once_and_again_after_the_grant() {
+    let server = Server::m118();
+    let admin = |sql: &'static [&'static str]| {
+        block_on(async { exec(&mut conn(&server).await, sql).await })
+    };
+    admin(&[
+        "DROP USER IF EXISTS 'pd_norepl'@'127.0.0.1'",
+        "CREATE USER 'pd_norepl'@'127.0.0.1' IDENTIFIED BY 'pd-norepl-pw'",
+        "GRANT PROCESS ON *.* TO 'pd_norepl'@'127.0.0.1'",
+    ]);
+    // This user's replica reads (other tests share the server), and every session's grants.
+    let counts = || -> (u64, u64) {
+        block_on(async {
+            let mut c = conn(&server).await;
+            let n: Option<(u64, u64)> = c
+                .query_first(
+                    "SELECT (SELECT CAST(COALESCE(SUM(COUNT_STAR), 0) AS UNSIGNED) \
+                       FROM performance_schema.events_statements_summary_by_user_by_event_name \
+                       WHERE USER = 'pd_norepl' AND EVENT_NAME = 'statement/sql/show_slave_status'), \
+                     (SELECT CAST(SUM(VARIABLE_VALUE) AS UNSIGNED) FROM information_schema.GLOBAL_STATUS \
+                       WHERE VARIABLE_NAME IN ('COM_GRANT', 'COM_GRANT_ROLE', 'COM_REVOKE', 'COM_REVOKE_ALL', 'COM_REVOKE_ROLE'))",
+                )
+                .await
+                .unwrap();
+            n.unwrap_or_default()
+        })
+    };
+    let agent = crate::agent::start_agent(
+        &server.url("pd_norepl", "pd-norepl-pw"),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\n[probe]\nenabled = false\n[statements]\nenabled = false\n",
+    );
+    let mut report = Value::Null;
+    assert!(
+        crate::agent::eventually(Duration::from_secs(20), || {
+            report = crate::watcher::agent_report(agent.port);
+            !report.is_null() && status(&report, "PD221") == "insufficient_data"
+        }),
+        "{report:#}"
+    );
+    let why = check(&report, "PD221").to_string();
+    assert!(why.contains("GRANT REPLICA MONITOR ON *.*"), "{why}");
+    let (asked, grants) = counts();
+    assert!(asked >= 1, "the agent never asked");
+    std::thread::sleep(Duration::from_secs(5)); // five samples
+    let (asked_later, grants_later) = counts();
+    assert!(
+        asked_later - asked <= grants_later - grants,
+        "the refused SHOW ALL REPLICAS STATUS was sent {} more times over five samples with {} grants in between",
+        asked_later - asked,
+        grants_later - grants
+    );
+    let kept = crate::watcher::agent_report(agent.port);
+    assert_eq!(status(&kept, "PD221"), "insufficient_data", "{kept:#}");
+    assert!(
+        check(&kept, "PD221")
+            .to_string()
+            .contains("GRANT REPLICA MONITOR ON *.*"),
+        "{kept:#}"
+    );
+
+    admin(&["GRANT REPLICA MONITOR ON *.* TO 'pd_norepl'@'127.0.0.1'"]);
+    assert!(
+        crate::agent::eventually(Duration::from_secs(20), || {
+            report = crate::watcher::agent_report(agent.port);
+            !report.is_null() && status(&report, "PD221") == "not_applicable"
+        }),
+        "{report:#}"
+    );
+    drop(agent);
+    admin(&["DROP USER IF EXISTS 'pd_norepl'@'127.0.0.1'"]);
+}

@@ -164,6 +164,8 @@ struct Kept {
     plan: Option<server::VarPlan>,
     /// The last variables read; only used on the connection that read them.
     variables: Option<KeptVariables>,
+    /// The grant mark ([`server::GRANT_CHANGES`]) of the kept connection's last status read.
+    grants: Option<server::ChangeMark>,
 }
 
 #[derive(Debug, Clone)]
@@ -225,6 +227,24 @@ impl Reuse {
     fn set_plan(&self, plan: Option<server::VarPlan>) {
         if let Ok(mut k) = self.kept.lock() {
             k.plan = plan;
+        }
+    }
+
+    /// True when the status read `now` shows a `GRANT` or `REVOKE` since the last sample's:
+    /// the kept connection has the privileges of its login, so it is replaced.
+    fn grants_moved(&self, now: &BTreeMap<String, String>) -> bool {
+        let Ok(k) = self.kept.lock() else {
+            return false;
+        };
+        match (&k.grants, server::ChangeMark::of(now, &server::GRANT_CHANGES)) {
+            (Some(then), Some(now)) => !then.unchanged_at(&now),
+            _ => false,
+        }
+    }
+
+    fn store_grants(&self, now: &BTreeMap<String, String>) {
+        if let Ok(mut k) = self.kept.lock() {
+            k.grants = server::ChangeMark::of(now, &server::GRANT_CHANGES);
         }
     }
 
@@ -475,6 +495,13 @@ async fn server_session(
             .await;
             sent = s.statements;
             match facts {
+                Ok(facts) if reuse.is_some_and(|r| r.grants_moved(&facts.status)) => {
+                    tracing::info!(
+                        target = %target,
+                        "a GRANT or REVOKE since the last sample: connecting again, so that the agent's session has its user's current privileges"
+                    );
+                    s.close().await;
+                }
                 Ok(facts) => {
                     out.section.attempts.push(ConnectAttempt {
                         target: target.clone(),
@@ -520,6 +547,9 @@ async fn server_session(
     {
         Ok(facts) => {
             s.statements += sent;
+            if let Some(r) = reuse {
+                r.store_grants(&facts.status);
+            }
             Ok(Live {
                 s,
                 target: candidate.display(),

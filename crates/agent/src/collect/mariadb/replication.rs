@@ -18,7 +18,9 @@
 //!
 //! Privilege: `REPLICA MONITOR` (10.5.9+; `SUPER` or `REPLICATION CLIENT` on older servers),
 //! for both statements. Without it the facts are unavailable with the `GRANT` to run, and the
-//! run succeeds.
+//! run succeeds; the agent asks again only after a `GRANT` or `REVOKE`
+//! ([`server::GRANT_CHANGES`](super::server::GRANT_CHANGES): the agent then also connects
+//! again, as a session keeps the privileges of its login) or a restart, not every sample.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -183,11 +185,13 @@ pub(crate) fn applying_tables(rows: &[NamedRow]) -> Vec<String> {
     out
 }
 
-/// What the agent keeps: the status mark of a read that found no connection, and the
-/// connections' recent readings for PD222.
+/// What the agent keeps: the status mark of a read that found no connection, that of a read
+/// refused for a missing privilege (with what it said), and the connections' recent readings
+/// for PD222.
 #[derive(Debug, Clone, Default)]
 pub struct ReplicationCache {
     not_replica_at: Arc<Mutex<Option<ChangeMark>>>,
+    denied_at: Arc<Mutex<Option<(ChangeMark, String)>>>,
     readings: Arc<Mutex<VecDeque<Reading>>>,
 }
 
@@ -274,6 +278,14 @@ impl Part for ReplicationPart<'_> {
                 });
                 return Ok(());
             }
+            let grants = ChangeMark::of(&ctx.facts.status, &super::server::GRANT_CHANGES);
+            let denied = self.cache.and_then(|c| c.denied_at.lock().ok()?.clone());
+            if let (Some((then, why)), Some(now)) = (denied, &grants)
+                && then.unchanged_at(now)
+            {
+                ctx.facts.replication = Gathered::Unavailable(why);
+                return Ok(());
+            }
             let mut rows = ctx.s.query(STATUS_SQL).await;
             if let Err(e) = &rows
                 && e.kind == DbErrorKind::Other
@@ -282,6 +294,7 @@ impl Part for ReplicationPart<'_> {
                 rows = ctx.s.query(OLD_STATUS_SQL).await;
             }
             let account = ctx.s.account().to_owned();
+            let refused = matches!(&rows, Err(e) if e.kind == DbErrorKind::MissingPrivilege);
             let (facts, failed) = match rows {
                 Ok(rows) => {
                     let now = Instant::now();
@@ -322,6 +335,14 @@ impl Part for ReplicationPart<'_> {
                     Some(format!("{STATUS_SQL}: {}", e.message)),
                 ),
             };
+            if let (Some(c), Gathered::Unavailable(why)) = (self.cache, &facts)
+                && refused
+                && let Ok(mut d) = c.denied_at.lock()
+            {
+                *d = grants.map(|m| (m, why.clone()));
+            } else if let Some(Ok(mut d)) = self.cache.map(|c| c.denied_at.lock()) {
+                *d = None;
+            }
             ctx.facts.replication = facts;
             CollectError::failed_statements(failed)
         })

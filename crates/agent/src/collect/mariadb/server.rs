@@ -75,6 +75,17 @@ pub(crate) const SETTING_CHANGES: [StatusVar; 4] = [
     StatusVar::InnodbBufferPoolPagesTotal,
 ];
 
+/// What moves when any session grants or revokes a privilege or a role. MariaDB gives a session
+/// its global privileges when it logs in, so a connection kept across a `GRANT` goes on without
+/// it: the agent connects again after one (`Reuse`).
+pub(crate) const GRANT_CHANGES: [StatusVar; 5] = [
+    StatusVar::ComGrant,
+    StatusVar::ComGrantRole,
+    StatusVar::ComRevoke,
+    StatusVar::ComRevokeAll,
+    StatusVar::ComRevokeRole,
+];
+
 /// Which of [`Var::ALL`] a server has, learned from a `SHOW GLOBAL VARIABLES` read of that
 /// server version. Always starts with [`Var::Version`].
 #[derive(Debug, Clone, PartialEq, Eq)]
