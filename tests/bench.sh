@@ -21,12 +21,15 @@
 #      same length), with the variables kept (the default) and read every sample; then what
 #      each statement form for variables and status costs the server, sent once a second on
 #      one connection, against a `DO 1` sent the same way; what one read of the
-#      statement digests costs the server with 1,000 distinct digests in the table (the agent
-#      reading them every sample, against the agent with the reads off); what the lock read
+#      statement digests costs the server with 1,000 and with 10,000 distinct digests in the
+#      table (the agent reading them every sample, against the agent with the reads off), and
+#      the agent's memory meanwhile; what the lock read
 #      (crates/agent/src/collect/mariadb/locks.rs) costs the server with 1,000 idle connections
 #      (tests/harness/lock-pileup.py), with nothing waiting, a row-lock chain of 10 and a
 #      metadata-lock pile-up of 10 under each holder source, and the agent's statements per
-#      sample with nothing waiting and with the chain;
+#      sample with nothing waiting and with the chain; with 5,000 idle clients and a light load
+#      (tests/harness/clients-cost.sh): the agent's server CPU a sample and a minute at 15 s,
+#      without the clients, with them unspaced and spaced by [sample] spacing_connections;
 #   4. scale: 10,000 tables in 8 schemas plus 4 more vector indexes: doctor's wall time and
 #      statements, one agent sample's collector time and statements;
 #   5. grown to 100,000 tables and 100 vector indexes: the schema read's (PD705-PD708) server
@@ -39,6 +42,7 @@
 # agent server-CPU runs), POWERDIAG_BENCH_SCRAPE_SECONDS (10: wrk), POWERDIAG_BENCH_FORM_SAMPLES
 # (20: statements of each form), POWERDIAG_BENCH_LOCK_LOOPS (20: lock reads per loop),
 # POWERDIAG_BENCH_TABLES (10000), POWERDIAG_BENCH_SCHEMA_TABLES (100000; 0 skips step 5),
+# POWERDIAG_BENCH_CLIENT_SECONDS (600: each of the three spans of 5,000 idle clients; 0 skips it),
 # POWERDIAG_BENCH_CRITERION=0 skips step 1.
 set -euo pipefail
 
@@ -52,6 +56,7 @@ FORM_SAMPLES=${POWERDIAG_BENCH_FORM_SAMPLES:-20}
 LOCK_LOOPS=${POWERDIAG_BENCH_LOCK_LOOPS:-20}
 TABLES=${POWERDIAG_BENCH_TABLES:-10000}
 SCHEMA_TABLES=${POWERDIAG_BENCH_SCHEMA_TABLES:-100000}
+CLIENT_SECONDS=${POWERDIAG_BENCH_CLIENT_SECONDS:-600}
 step() { printf '\n==> %s\n' "$*" >&2; }
 say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
 
@@ -78,7 +83,9 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 step "MariaDB 11.8 on 127.0.0.1:$PORT"
-"$HERE/harness/mariadb.sh" start bench 11.8 "$PORT"
+# Room for 5,000 idle clients (step 3) and 10,000 distinct digests (the 11.8 default keeps 5,000).
+POWERDIAG_IT_MARIADB_OPTIONS="max_connections=6000 performance_schema_digests_size=20000" \
+    "$HERE/harness/mariadb.sh" start bench 11.8 "$PORT"
 eval "$("$HERE/harness/mariadb.sh" env bench)"
 DB_PID=$(cat "$POWERDIAG_IT_BENCH_PIDFILE")
 export POWERDIAG_MARIADB_URL="mysql://root:${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}@127.0.0.1:$PORT/"
@@ -203,25 +210,32 @@ agent_server_cpu() { # LABEL VARIABLES_REFRESH
 agent_server_cpu "variables kept until a setting changes (the default)" 10m
 agent_server_cpu "variables every sample (variables_refresh = 0)" 0s
 
-step "statement digests: one read (two statements) with 1,000 distinct digests in the table"
+step "statement digests: one read (two statements) with 1,000, then 10,000 distinct digests in the table"
 # 1,000 distinct application digests (the alias is part of the digest), then the agent sampling
 # every second with the digest table read every sample, against the agent with the reads off:
 # the difference per sample is what one read costs the server (the SQL is the collector's own).
-for i in $(seq 1000); do echo "SELECT $i AS c$i;"; done | sql -D powerdiag_it >/dev/null
-say "digests in the table: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")"
-digest_read_cpu() { # ENABLED: prints mariadbd ns per sample
+# Then the same at 10,000, and the agent's memory with the read on at each size (it keeps the
+# busiest [statements] limit, 100, of each read as the next one's baseline).
+digest_read_cpu() { # ENABLED: prints mariadbd ns per sample; the agent's VmRSS (kB) at its end in $work/digest_rss
     start_agent "$(printf '[sample]\ninterval = "1s"\ntimeout = "900ms"\nwindow = "0s"\nvariables_refresh = "1h"\n[probe]\nenabled = false\n[statements]\nenabled = %s\ninterval = "1s"\n' "$1")"
     sleep 2.5 # the first samples list the vector indexes and take the first digest read
     local n0 n1
     n0=$(run_ns "$DB_PID")
     sleep "$SECONDS_CPU"
     n1=$(run_ns "$DB_PID")
+    rss >"$work/digest_rss"
     stop_agent
     echo $(((n1 - n0) / SECONDS_CPU))
 }
-without=$(digest_read_cpu false)
-with=$(digest_read_cpu true)
-say "statement digests: one read (aggregate + busiest 100 of 1,000 digests) costs $(((with - without) / 1000)) µs of server CPU (agent sample with the read $((with / 1000)) µs, without $((without / 1000)) µs; schedstat over ${SECONDS_CPU} samples each) (budget < 1,000 µs)"
+for digests in 1000 10000; do
+    for ((i = 1; i <= digests; i++)); do echo "SELECT $i AS c$i;"; done | sql -D powerdiag_it >/dev/null
+    say "digests in the table: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest") (performance_schema_digests_size $(sql -e "SELECT @@performance_schema_digests_size"))"
+    without=$(digest_read_cpu false)
+    rss_without=$(cat "$work/digest_rss")
+    with=$(digest_read_cpu true)
+    say "statement digests: one read (aggregate + busiest 100 of $digests digests) costs $(((with - without) / 1000)) µs of server CPU (agent sample with the read $((with / 1000)) µs, without $((without / 1000)) µs; schedstat over ${SECONDS_CPU} samples each) (budget at 1,000: < 1,000 µs)"
+    say "statement digests: the agent's VmRSS after ${SECONDS_CPU} reads of $digests digests $(cat "$work/digest_rss") kB, without the read $rss_without kB (budget ≤ 16 MB, bounded by [statements] limit)"
+done
 
 step "server CPU per statement form: one statement a second on one connection, ${FORM_SAMPLES} times each"
 # What each way of reading variables and status costs mariadbd, against a trivial statement sent
@@ -349,6 +363,11 @@ pileup_cmd release >/dev/null
 eval "exec ${PILEUP[1]}>&-"
 wait "$PILEUP_PID" 2>/dev/null || true
 sql -e "SET GLOBAL max_connections = $max_connections"
+
+if [ "$CLIENT_SECONDS" -gt 0 ]; then
+    step "5,000 idle clients and a light load: the agent every 15 s, ${CLIENT_SECONDS} s spans (tests/harness/clients-cost.sh)"
+    "$HERE/harness/clients-cost.sh" bench "$BIN" "$CLIENT_SECONDS" 5000 15s | tee -a "$work/summary"
+fi
 
 step "scale: $TABLES tables (tests/harness/many-tables.sh)"
 s=$(date +%s.%N)

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# What the agent's samples cost the server with many idle clients connected
+# (docs/performance.md, "At 100,000 tables, 10,000 digests and 5,000 connections"): MariaDB adds
+# up every connection's counters for each global status read, so a sample's cost grows with the
+# connected clients, and the agent spaces its samples by them ([sample] spacing_connections).
+#
+#   tests/harness/clients-cost.sh NAME BIN [SECONDS] [CLIENTS] [INTERVAL]
+#
+# NAME is a running instance of tests/harness/mariadb.sh (same POWERDIAG_IT_DIR) on this host,
+# BIN a powerdiag binary. Three spans of SECONDS (600) each, the agent sampling every INTERVAL
+# (15s, the peers' scrape interval) with a light load running (one session: a point SELECT and
+# an indexed UPDATE once a second): no other client, with the default spacing; CLIENTS (5000)
+# idle clients (tests/harness/lock-pileup.py) with the spacing off (spacing_connections = 0);
+# the same with the default spacing. Each span starts once the agent has taken its first two
+# samples (the first one's start-up reads are measured elsewhere). Doctor's server CPU with and
+# without the clients too. The server's CPU is what
+# userstat counts on the agent's own user (the thread CPU time of its statements: the status
+# read adds up the clients' counters on the agent's connection), so neither the load nor InnoDB's
+# background work enters it; its samples are its status reads (performance_schema counts them).
+# Prints one line a span and the ratios to the span without clients (the budget: ≤ 1.5×).
+#
+# Needs the server's max_connections above CLIENTS + 10 (raised here when it is not, up to what
+# the server's open_files_limit allows: start it with POWERDIAG_IT_MARIADB_OPTIONS=
+# "max_connections=6000" for 5,000), performance_schema on, /usr/bin/python3 with pymysql
+# (python3-pymysql), and an open-files limit above CLIENTS for this shell (raised here to the
+# hard limit).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+usage="usage: clients-cost.sh NAME BIN [SECONDS] [CLIENTS] [INTERVAL]"
+NAME=${1:?$usage}
+BIN=${2:?$usage}
+SPAN=${3:-600}
+CLIENTS=${4:-5000}
+INTERVAL=${5:-15s}
+[[ $SPAN =~ ^[1-9][0-9]*$ && $CLIENTS =~ ^[1-9][0-9]*$ && $INTERVAL =~ ^[1-9][0-9]*s$ ]] ||
+    { echo "clients-cost.sh: SECONDS and CLIENTS are numbers, INTERVAL a number of seconds such as 15s ($usage)" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "clients-cost.sh: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
+PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
+sql() { "$HERE/mariadb.sh" sql "$NAME" -N "$@"; }
+env_of() { "$HERE/mariadb.sh" env "$NAME" | sed -n "s/^export POWERDIAG_IT_[A-Z0-9_]*_$1=//p" | tr -d "'\""; }
+PORT=$(env_of PORT)
+[ -n "$PORT" ] || { echo "clients-cost.sh: no instance $NAME (tests/harness/mariadb.sh start $NAME 11.8 PORT)" >&2; exit 2; }
+[ "$(sql -e 'SELECT @@performance_schema')" = 1 ] ||
+    { echo "clients-cost.sh: performance_schema is off on $NAME: the agent's samples are counted there" >&2; exit 2; }
+want=$((CLIENTS + 20))
+if [ "$(sql -e 'SELECT @@max_connections')" -lt "$want" ]; then
+    sql -e "SET GLOBAL max_connections = $want"
+fi
+ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -gt "$want" ] ||
+    { echo "clients-cost.sh: this shell may open $(ulimit -n) files, fewer than $CLIENTS clients need (raise the hard limit: ulimit -Hn)" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/powerdiag-clients-cost.XXXXXX)
+agent_pid='' load_pid='' idle_pid=''
+cleanup() {
+    local rc=$?
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
+    # The load's pipeline (its loop and its client), then the subshell around it.
+    [ -n "$load_pid" ] && pkill -P "$load_pid" 2>/dev/null; [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null
+    [ -n "$idle_pid" ] && kill "$idle_pid" 2>/dev/null
+    sql -e "DROP USER IF EXISTS pd_cost_agent@'127.0.0.1'; DROP DATABASE IF EXISTS pd_cost" 2>/dev/null || true
+    rm -rf "$work"
+    exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+# The agent's own user (PROCESS, SELECT and REPLICA MONITOR, as docs/connecting.md grants), so userstat and
+# performance_schema tell its statements from everything else; the password through standard
+# input and the environment, never argv.
+sql <<SQL
+SET GLOBAL userstat = 1;
+DROP USER IF EXISTS pd_cost_agent@'127.0.0.1';
+CREATE USER pd_cost_agent@'127.0.0.1' IDENTIFIED BY '$PW';
+GRANT PROCESS, SELECT, REPLICA MONITOR ON *.* TO pd_cost_agent@'127.0.0.1';
+CREATE DATABASE IF NOT EXISTS pd_cost;
+CREATE OR REPLACE TABLE pd_cost.load (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB;
+INSERT INTO pd_cost.load VALUES (1, 0), (2, 0), (3, 0);
+SQL
+
+# The light load: one session, a point SELECT and an indexed UPDATE once a second.
+(while sleep 1; do echo "SELECT n FROM pd_cost.load WHERE id = 2; UPDATE pd_cost.load SET n = n + 1 WHERE id = 2;"; done |
+    "$HERE/mariadb.sh" sql "$NAME" -N >/dev/null) &
+load_pid=$!
+
+# CPU time (µs), status reads and connections of the agent's user so far.
+counters() {
+    local r
+    r=$(sql -e "SELECT ROUND(CPU_TIME * 1000000),
+        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
+            WHERE USER = 'pd_cost_agent' AND EVENT_NAME = 'statement/sql/show_status'),
+        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
+            WHERE USER = 'pd_cost_agent' AND EVENT_NAME LIKE 'statement/sql/%'),
+        TOTAL_CONNECTIONS FROM information_schema.USER_STATISTICS WHERE USER = 'pd_cost_agent'")
+    echo "${r:-0 0 0 0}"
+}
+
+declare -A PER_MIN
+span() { # KEY LABEL SPACING
+    local key=$1 label=$2 spacing=$3 c0 c1 samples base now nl=$'\n'
+    # The timeout is the default 5 s, or half a shorter interval.
+    printf '[sample]\ninterval = "%s"\ntimeout = "%sms"\nwindow = "0s"\n%s[probe]\nenabled = false\n' \
+        "$INTERVAL" "$((${INTERVAL%s} > 10 ? 5000 : ${INTERVAL%s} * 500))" "${spacing:+spacing_connections = $spacing$nl}" >"$work/agent.toml"
+    read -r _ base _ _ <<<"$(counters)"
+    POWERDIAG_MARIADB_URL="mysql://pd_cost_agent:$PW@127.0.0.1:$PORT/" \
+        "$BIN" agent --web.listen-address 127.0.0.1:0 --config.file "$work/agent.toml" >"$work/agent.log" 2>&1 &
+    agent_pid=$!
+    # The first two samples: start-up reads and the first spaced pause are left out.
+    for _ in $(seq 600); do
+        read -r _ now _ _ <<<"$(counters)"
+        [ "$now" -ge $((base + 2)) ] && break
+        [[ $(ps -o stat= -p "$agent_pid") != Z* ]] || { echo "clients-cost.sh: the agent stopped: $(tail -3 "$work/agent.log")" >&2; exit 1; }
+        sleep 1
+    done
+    read -r -a c0 <<<"$(counters)"
+    sleep "$SPAN"
+    read -r -a c1 <<<"$(counters)"
+    kill "$agent_pid"
+    wait "$agent_pid" 2>/dev/null || true
+    agent_pid=
+    samples=$((c1[1] - c0[1]))
+    [ "$samples" -gt 0 ] || { echo "clients-cost.sh: no sample in $SPAN s ($label): lengthen SECONDS" >&2; exit 1; }
+    PER_MIN[$key]=$(awk -v u="$((c1[0] - c0[0]))" -v s="$SPAN" 'BEGIN {printf "%.2f", u / 1e3 * 60 / s}')
+    echo "clients-cost: $label: $samples samples in $SPAN s, $(awk -v u="$((c1[0] - c0[0]))" -v n="$samples" 'BEGIN {printf "%.2f", u / 1e3 / n}') ms of server CPU a sample (userstat on the agent's user), ${PER_MIN[$key]} ms a minute; $(awk -v q="$((c1[2] - c0[2]))" -v n="$samples" 'BEGIN {printf "%.2f", q / n}') statements a sample, $((c1[3] - c0[3])) new connections"
+}
+
+# Doctor too (`--no-probe --sample-window 0`), five runs as the same user: the median server CPU
+# of a run (userstat: its statements, the connection's authentication left out).
+doctor_cost() { # LABEL
+    local c0 c1 runs=() q
+    for _ in 1 2 3 4 5; do
+        read -r -a c0 <<<"$(counters)"
+        POWERDIAG_MARIADB_URL="mysql://pd_cost_agent:$PW@127.0.0.1:$PORT/" \
+            "$BIN" doctor --no-probe --sample-window 0 --format json >/dev/null || true
+        read -r -a c1 <<<"$(counters)"
+        runs+=("$(awk -v u="$((c1[0] - c0[0]))" 'BEGIN {printf "%.1f", u / 1e3}')")
+        q=$((c1[2] - c0[2]))
+    done
+    echo "clients-cost: doctor --no-probe --sample-window 0, $1: $(printf '%s\n' "${runs[@]}" | sort -n | sed -n 3p) ms of server CPU a run (median of 5: $(printf '%s\n' "${runs[@]}" | sort -n | paste -sd' ' -)), $q statements"
+}
+
+span none "no other client, agent every $INTERVAL" ""
+doctor_cost "no other client"
+coproc IDLE { /usr/bin/python3 "$HERE/lock-pileup.py" "$PORT" "$PW" "$CLIENTS"; }
+# shellcheck disable=SC2153 # IDLE_PID is set by coproc
+idle_pid=$IDLE_PID
+read -r _ <&"${IDLE[0]}" # "idle ready"
+connected=$(sql -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2)
+doctor_cost "$connected connected ($CLIENTS idle)"
+span off "$connected connected ($CLIENTS idle), agent every $INTERVAL, spacing off" 0
+span spaced "$connected connected ($CLIENTS idle), agent every $INTERVAL, default spacing" ""
+for k in off spaced; do
+    echo "clients-cost: $CLIENTS idle clients, $([ $k = off ] && echo "spacing off" || echo "default spacing"): $(awk -v a="${PER_MIN[$k]}" -v b="${PER_MIN[none]}" 'BEGIN {printf "%.2f", a / b}')× the agent's server CPU a minute without them (budget ≤ 1.5×)"
+done
