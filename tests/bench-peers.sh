@@ -199,13 +199,13 @@ cg_add server "$DB_PID"
 sql() { "$HERE/harness/mariadb.sh" sql peers -N "$@"; }
 # The tools take the credentials from the environment (never argv): powerdiag its URL, mysqltuner
 # --passenv, mysqld_exporter DATA_SOURCE_NAME. The agent, mysqld_exporter, doctor and MySQLTuner
-# each have a user of their own, with the privileges their documentation asks for (MySQLTuner
-# root's), so userstat tells their server work apart from the load's and InnoDB's background
+# each have a user of their own, with the privileges their documentation asks for (the agent
+# the server-wide ones of docs/connecting.md; MySQLTuner root's), so userstat tells their server work apart from the load's and InnoDB's background
 # work. The statements go through standard input, so the password is never in a command line.
 sql <<SQL
 SET GLOBAL userstat = 1;
 CREATE USER pd_bench_agent@'127.0.0.1' IDENTIFIED BY '$PW';
-GRANT PROCESS, SELECT ON *.* TO pd_bench_agent@'127.0.0.1';
+GRANT PROCESS, SELECT, REPLICA MONITOR ON *.* TO pd_bench_agent@'127.0.0.1';
 CREATE USER pd_bench_peers@'127.0.0.1' IDENTIFIED BY '$PW';
 GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO pd_bench_peers@'127.0.0.1';
 CREATE USER pd_bench_size@'127.0.0.1' IDENTIFIED BY '$PW';

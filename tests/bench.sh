@@ -24,7 +24,7 @@
 #      statement digests costs the server with 1,000 and with 10,000 distinct digests in the
 #      table (the agent reading them every sample, against the agent with the reads off), and
 #      the agent's memory meanwhile; what the lock read
-#      (crates/agent/src/collect/mariadb/locks.rs) costs the server with 1,000 idle connections
+#      (crates/agent/src/collect/mariadb/locks.rs) costs the server with 5,000 idle connections
 #      (tests/harness/lock-pileup.py), with nothing waiting, a row-lock chain of 10 and a
 #      metadata-lock pile-up of 10 under each holder source, and the agent's statements per
 #      sample with nothing waiting and with the chain; with 5,000 idle clients and a light load
@@ -43,6 +43,7 @@
 # (20: statements of each form), POWERDIAG_BENCH_LOCK_LOOPS (20: lock reads per loop),
 # POWERDIAG_BENCH_TABLES (10000), POWERDIAG_BENCH_SCHEMA_TABLES (100000; 0 skips step 5),
 # POWERDIAG_BENCH_CLIENT_SECONDS (600: each of the three spans of 5,000 idle clients; 0 skips it),
+# POWERDIAG_BENCH_LOCK_CLIENTS (5000: idle connections during the lock read),
 # POWERDIAG_BENCH_CRITERION=0 skips step 1.
 set -euo pipefail
 
@@ -57,6 +58,7 @@ LOCK_LOOPS=${POWERDIAG_BENCH_LOCK_LOOPS:-20}
 TABLES=${POWERDIAG_BENCH_TABLES:-10000}
 SCHEMA_TABLES=${POWERDIAG_BENCH_SCHEMA_TABLES:-100000}
 CLIENT_SECONDS=${POWERDIAG_BENCH_CLIENT_SECONDS:-600}
+LOCK_CLIENTS=${POWERDIAG_BENCH_LOCK_CLIENTS:-5000}
 step() { printf '\n==> %s\n' "$*" >&2; }
 say() { printf '%s\n' "$*" | tee -a "$work/summary"; }
 
@@ -272,8 +274,8 @@ for form in \
     say "statement form: +$(((c - base) / 1000)) µs over DO 1: ${form:0:90}$([ ${#form} -gt 90 ] && echo ...)"
 done
 
-step "lock read: server CPU with 1,000 idle connections (tests/harness/lock-pileup.py)"
-# What the mariadb_locks collector's read costs mariadbd with 1,000 idle connections: its
+step "lock read: server CPU with $LOCK_CLIENTS idle connections (tests/harness/lock-pileup.py)"
+# What the mariadb_locks collector's read costs mariadbd with LOCK_CLIENTS idle connections: its
 # statements, copied from crates/agent/src/collect/mariadb/locks.rs, sent as the agent sends them
 # for each case, LOCK_LOOPS times on one connection (one client per loop), 110 ms apart (a
 # DO SLEEP between reads: InnoDB refreshes its INNODB_TRX/INNODB_LOCKS cache only when its last
@@ -318,8 +320,9 @@ pileup_cmd() { # COMMAND: sends it to the helper, prints its answer's last word
     echo "${line##* }"
 }
 max_connections=$(sql -e "SELECT @@max_connections")
-sql -e "SET GLOBAL max_connections = GREATEST(@@max_connections, 1100)"
-coproc PILEUP { /usr/bin/python3 "$HERE/harness/lock-pileup.py" "$PORT" "${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}" 1000; }
+sql -e "SET GLOBAL max_connections = GREATEST(@@max_connections, $((LOCK_CLIENTS + 100)))"
+ulimit -n "$(ulimit -Hn)" # the helper's connections
+coproc PILEUP { /usr/bin/python3 "$HERE/harness/lock-pileup.py" "$PORT" "${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}" "$LOCK_CLIENTS"; }
 read -r _ <&"${PILEUP[0]}" # "idle ready"
 say "lock read: $(sql -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2) connections"
 waiters=$(lock_sql WAITERS_SQL 0)
@@ -357,7 +360,7 @@ sleep 3.5
 quiet=$(metric powerdiag_sample_sql_statements)
 pileup_cmd "chain 10" >/dev/null
 sleep 2.5
-say "agent, 1,000 idle connections: $quiet SQL statements per sample with nothing waiting, $(metric powerdiag_sample_sql_statements) with the row-lock chain ($(metric 'powerdiag_mariadb_lock_waiting_sessions{kind="row"}') row-lock waiters seen) (budget: quiet adds 0)"
+say "agent, $LOCK_CLIENTS idle connections: $quiet SQL statements per sample with nothing waiting, $(metric powerdiag_sample_sql_statements) with the row-lock chain ($(metric 'powerdiag_mariadb_lock_waiting_sessions{kind="row"}') row-lock waiters seen) (budget: quiet adds 0)"
 stop_agent
 pileup_cmd release >/dev/null
 eval "exec ${PILEUP[1]}>&-"
