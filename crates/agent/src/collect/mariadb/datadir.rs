@@ -57,6 +57,45 @@ pub(crate) async fn list_local(
     )
 }
 
+/// The file sizes of graph tables already known (names as [`tablespaces`] gives them, which is
+/// also how InnoDB's dictionary and `mysql.innodb_table_stats` name them), one `lstat` each
+/// instead of listing every table: what the agent's refresh needs while no table was created,
+/// altered, renamed or dropped. `Err` when a name is not a plain `schema/table` pair or its file
+/// is gone or not a regular file (the caller lists again).
+pub(crate) fn sizes_of(datadir: &Path, names: &[String]) -> Result<Vec<(String, u64)>, String> {
+    let plain = |c: &str| !c.is_empty() && c != "." && c != ".." && !c.contains(['/', '\\', '\0']);
+    names
+        .iter()
+        .map(|name| {
+            let (schema, table) = name
+                .split_once('/')
+                .filter(|(s, t)| plain(s) && plain(t))
+                .ok_or_else(|| format!("{name:?} is not a schema/table name"))?;
+            let path = datadir.join(schema).join(format!("{table}.ibd"));
+            let m = std::fs::symlink_metadata(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if !m.is_file() {
+                return Err(format!("{} is not a regular file", path.display()));
+            }
+            Ok((name.clone(), m.len()))
+        })
+        .collect()
+}
+
+/// [`sizes_of`] in the server's data directory on a blocking thread, when it is on this host
+/// ([`local_datadir`]); `None` when it is not.
+pub(crate) async fn sizes_local(
+    facts: &MariadbFacts,
+    names: Vec<String>,
+) -> Option<Result<Vec<(String, u64)>, String>> {
+    let dir = local_datadir(facts)?;
+    Some(
+        tokio::task::spawn_blocking(move || sizes_of(&dir, &names))
+            .await
+            .unwrap_or_else(|e| Err(format!("the sizes stopped: {e}"))),
+    )
+}
+
 /// Lists `datadir`'s schema directories and their `.ibd` files, with the sizes of all of them
 /// when `sizes` (one `lstat` each) and of the graph tables always, within `limit`. `Err` says
 /// what stopped it (the caller falls back to SQL).
@@ -181,5 +220,28 @@ mod tests {
         // An unreadable directory is an error naming it, for the caller's fallback.
         let e = tablespaces(&d.join("nowhere"), true, Duration::from_secs(1)).unwrap_err();
         assert!(e.contains("nowhere"), "{e}");
+
+        // A refresh of the known graph tables: the same sizes, one lstat each.
+        let names: Vec<String> = graph.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(sizes_of(d, &names).unwrap(), graph);
+        std::fs::File::create(d.join("shop/docs#i#01.ibd"))
+            .unwrap()
+            .set_len(131_072)
+            .unwrap();
+        assert_eq!(sizes_of(d, &names).unwrap()[0].1, 131_072);
+        assert_eq!(sizes_of(d, &[]).unwrap(), vec![]);
+        // Gone, not a regular file, or not a plain schema/table pair (a name from the server
+        // never leaves the data directory): an error, and the caller lists again.
+        for bad in [
+            "shop/gone#i#01",
+            "shop/not-a-table",
+            "../etc/passwd",
+            "shop/../../x",
+            "shop",
+            "/shop/docs#i#01",
+            "shop/docs/x",
+        ] {
+            assert!(sizes_of(d, &[bad.to_owned()]).is_err(), "{bad}");
+        }
     }
 }

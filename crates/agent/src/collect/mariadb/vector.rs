@@ -302,20 +302,40 @@ async fn bounded_listing(ctx: &mut Ctx<'_>) -> Option<Vec<(String, u64)>> {
 
 /// Above the dictionary bound: the graph tables from the data directory's files on this host,
 /// else from the persistent statistics ([`STATS_LIST_SQL`]), described without a dictionary
-/// scan ([`NoDictionary`]); `kept`: the agent's earlier indexes, whose definitions are reused.
+/// scan ([`NoDictionary`]); `kept`: the agent's earlier listing and indexes while no schema
+/// changed since — their definitions are reused, and on this host only their files' sizes are
+/// read (one `lstat` each, not a listing of every table: ~0.26 s of the agent's CPU at 100,000
+/// tables).
 async fn bounded_discover(
     ctx: &mut Ctx<'_>,
     page: Option<u64>,
-    kept: &[powerdiag_rules::VectorIndex],
+    kept: Option<&(Listing, Vec<powerdiag_rules::VectorIndex>)>,
     max: u64,
     tables: u64,
 ) -> Result<Discovery, DbError> {
-    let files = bounded_listing(ctx).await;
-    let (names, how) = match &files {
+    let known_names = match kept {
+        Some((Listing::Hidden(names), _)) => Some(names.clone()),
+        _ => None,
+    };
+    let resized = match known_names {
+        Some(names) => super::datadir::sizes_local(ctx.facts, names)
+            .await
+            .and_then(Result::ok),
+        None => None,
+    };
+    let (files, how) = match resized {
         Some(files) => (
-            files.iter().map(|(n, _)| n.clone()).collect(),
+            Some(files),
+            "as before, their sizes from the known graph tables' files in the server's data directory on this host (no table created, altered or dropped since it listed them)",
+        ),
+        None => (
+            bounded_listing(ctx).await,
             "from the graph tables' files (<table>#i#<nn>.ibd) in the server's data directory on this host",
         ),
+    };
+    let kept = kept.map_or(&[][..], |(_, i)| i.as_slice());
+    let (names, how) = match &files {
+        Some(files) => (files.iter().map(|(n, _)| n.clone()).collect(), how),
         None => (
             text_rows(&ctx.s.query(STATS_LIST_SQL).await?)
                 .iter()
@@ -959,10 +979,7 @@ impl Part for VectorIndexes<'_> {
                 None => {
                     let known = cache.and_then(|c| c.unchanged(mark.as_ref()));
                     let found = match bounded {
-                        Some((max, n)) => {
-                            let kept = known.as_ref().map_or(&[][..], |(_, i)| i.as_slice());
-                            bounded_discover(ctx, page, kept, max, n).await
-                        }
+                        Some((max, n)) => bounded_discover(ctx, page, known.as_ref(), max, n).await,
                         None => {
                             let known = known
                                 .as_ref()
