@@ -61,6 +61,8 @@
 # POWERDIAG_PEERS_ROUND_SECONDS (60, the least; idle and peers rounds),
 # POWERDIAG_PEERS_AGENT_ROUND_SECONDS (600: the agent's rounds), POWERDIAG_PEERS_VECTORS (20000),
 # POWERDIAG_PEERS_LOAD_INTERVAL (1: seconds between two load statements' pairs),
+# POWERDIAG_PEERS_MODES ("idle peers agent agent15": the rounds, in that order; a subset reruns
+# some), POWERDIAG_PEERS_ONESHOTS (1; 0 skips doctor's and MySQLTuner's runs),
 # POWERDIAG_PEERS_KEEP=1 keeps the work directory (raw numbers in rounds.tsv, oneshot.tsv).
 set -euo pipefail
 
@@ -69,6 +71,8 @@ ROOT=$(cd "$HERE/.." && pwd)
 cd "$ROOT"
 PORT=${POWERDIAG_PEERS_PORT:-33590}
 TABLE_COUNTS=${POWERDIAG_PEERS_TABLES:-0 10000 100000}
+MODES=${POWERDIAG_PEERS_MODES:-idle peers agent agent15}
+ONESHOTS=${POWERDIAG_PEERS_ONESHOTS:-1}
 ROUNDS=${POWERDIAG_PEERS_ROUNDS:-1}
 ROUND_S=${POWERDIAG_PEERS_ROUND_SECONDS:-60}
 AGENT_ROUND_S=${POWERDIAG_PEERS_AGENT_ROUND_SECONDS:-600}
@@ -79,6 +83,10 @@ MYSQLD_EXPORTER_PORT=$((PORT + 1)) NODE_EXPORTER_PORT=$((PORT + 2)) AGENT_PORT=$
 NODE_EXPORTER_VERSION=v1.12.1
 step() { printf '\n==> %s [%s]\n' "$*" "$(date +%T)" >&2; }
 fail() { printf 'bench-peers.sh: %s\n' "$*" >&2; exit 1; }
+for m in $MODES; do
+    [[ $m =~ ^(idle|peers|agent|agent15)$ ]] || fail "POWERDIAG_PEERS_MODES: '$m' is not one of idle, peers, agent, agent15"
+done
+[[ $ONESHOTS =~ ^[01]$ ]] || fail "POWERDIAG_PEERS_ONESHOTS=$ONESHOTS: 1 runs doctor and MySQLTuner, 0 skips them"
 
 # A round shorter than four 15 s scrape intervals measures when the scrapes fall, not the tools.
 if ! [[ $ROUND_S =~ ^[0-9]+$ ]] || [ "$ROUND_S" -lt 60 ]; then
@@ -392,8 +400,8 @@ for tables in $TABLE_COUNTS; do
     sql -e "TRUNCATE performance_schema.events_statements_summary_by_digest"
     for i in $(seq 1000); do echo "SELECT $i AS c$i;"; done | sql >/dev/null
     echo "digests in the table: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")" >&2
-    step "$tables tables: one-shot runs (doctor, mysqltuner), 3 each"
-    for run in 1 2 3; do
+    step "$tables tables: one-shot runs (doctor, mysqltuner), $([ "$ONESHOTS" = 1 ] && echo "3 each" || echo "skipped (POWERDIAG_PEERS_ONESHOTS=0)")"
+    for run in $([ "$ONESHOTS" = 1 ] && echo 1 2 3); do
         POWERDIAG_MARIADB_URL=$DOCTOR_URL oneshot "$tables" doctor_no_window "$run" pd_bench_doctor \
             "$BIN" doctor --no-probe --sample-window 0 --format json
         POWERDIAG_MARIADB_URL=$DOCTOR_URL oneshot "$tables" doctor "$run" pd_bench_doctor "$BIN" doctor --format json
@@ -406,7 +414,7 @@ for tables in $TABLE_COUNTS; do
     size_read "$tables"
     echo "digests in the table before the rounds: $(sql -e "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest")" >&2
     for ((r = 1; r <= ROUNDS; r++)); do
-        for mode in idle peers agent agent15; do
+        for mode in $MODES; do
             step "$tables tables, round $r/$ROUNDS: $mode ($([[ $mode == agent* ]] && echo "$AGENT_ROUND_S" || echo "$ROUND_S") s)"
             round "$tables" "$r" "$mode"
         done
