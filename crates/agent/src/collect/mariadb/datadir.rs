@@ -72,8 +72,8 @@ pub(crate) fn sizes_of(datadir: &Path, names: &[String]) -> Result<Vec<(String, 
                 .filter(|(s, t)| plain(s) && plain(t))
                 .ok_or_else(|| format!("{name:?} is not a schema/table name"))?;
             let path = datadir.join(schema).join(format!("{table}.ibd"));
-            let m = std::fs::symlink_metadata(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let m =
+                std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             if !m.is_file() {
                 return Err(format!("{} is not a regular file", path.display()));
             }

@@ -236,7 +236,10 @@ impl Reuse {
         let Ok(k) = self.kept.lock() else {
             return false;
         };
-        match (&k.grants, server::ChangeMark::of(now, &server::GRANT_CHANGES)) {
+        match (
+            &k.grants,
+            server::ChangeMark::of(now, &server::GRANT_CHANGES),
+        ) {
             (Some(then), Some(now)) => !then.unchanged_at(&now),
             _ => false,
         }
