@@ -48,16 +48,22 @@ pub(crate) mod exit {
 }
 
 /// mysql_async keeps up to 128 packet buffers for reuse (`MYSQL_ASYNC_BUFFER_POOL_CAP`), each
-/// as large as the biggest packet it carried: a long-running agent, whose result rows pass
-/// through them, kept growing for half an hour as they filled (heaptrack at 100,000 tables, 15 s
-/// samples: +79 kB in 17 minutes, the status statement's 2 kB at a time). 16 are enough for
-/// one connection's statements, one at a time. A value the environment gives is kept.
+/// as large as the biggest packet it carried, up to 4 MiB (`MYSQL_ASYNC_BUFFER_SIZE_CAP`): a
+/// long-running agent, whose result rows pass through them, kept growing as they filled
+/// (heaptrack at 100,000 tables, 15 s samples: +79 kB in 17 minutes at 128, then steps of
+/// 7–17 kB at 16 as the vector listing's statement grew pooled buffers). One connection's
+/// statements, one at a time, need few: 4 kept, of 16 KiB at most (a larger one is shrunk as
+/// it goes back), so at most 64 KiB. A value the environment gives is kept.
 fn bound_driver_buffers() {
-    const VAR: &str = "MYSQL_ASYNC_BUFFER_POOL_CAP";
-    if std::env::var_os(VAR).is_none() {
-        // SAFETY: called from `main` before the agent starts its runtime or any thread, so
-        // no other thread reads or writes the environment meanwhile.
-        unsafe { std::env::set_var(VAR, "16") };
+    for (var, value) in [
+        ("MYSQL_ASYNC_BUFFER_POOL_CAP", "4"),
+        ("MYSQL_ASYNC_BUFFER_SIZE_CAP", "16384"),
+    ] {
+        if std::env::var_os(var).is_none() {
+            // SAFETY: called from `main` before the agent starts its runtime or any thread, so
+            // no other thread reads or writes the environment meanwhile.
+            unsafe { std::env::set_var(var, value) };
+        }
     }
 }
 
