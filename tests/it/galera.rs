@@ -249,6 +249,22 @@ fn a_galera_cluster_healthy_throttled_and_losing_a_node() {
             );
             sent = now;
         }
+        // And gal1 no longer paused: under a loaded host another node (gal2) may send flow
+        // control for a while too; the fix moment is when the cluster stops pausing the writer
+        // (its pause counter still over two polls), which is what PD226 judges.
+        let mut c = conn(g1).await;
+        let mut paused = status_u64(&mut c, "wsrep_flow_control_paused_ns").await;
+        let mut still = 0;
+        while still < 2 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let now = status_u64(&mut c, "wsrep_flow_control_paused_ns").await;
+            still = if now == paused { still + 1 } else { 0 };
+            paused = now;
+            assert!(
+                t0.elapsed() < Duration::from_secs(180),
+                "gal1 is still paused by flow control 180 s after gal3's CPU limit was lifted"
+            );
+        }
     });
     watcher
         .after_fix(&["PD226"], Duration::from_secs(4))
