@@ -13,7 +13,7 @@ use crate::support::*;
 
 /// A running agent, killed when dropped.
 pub(crate) struct Agent {
-    child: Child,
+    pub(crate) child: Child,
     pub(crate) port: u16,
     _dir: tempfile::TempDir,
 }

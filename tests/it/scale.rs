@@ -547,3 +547,109 @@ fn many_clients_space_the_samples() {
         assert!(spaced(last.unwrap()), "{last:?}");
     });
 }
+
+/// Between spaced samples the agent reads two counters MariaDB keeps globally at every
+/// interval (`collect::mariadb::watch`): a row-lock wait that starts while the samples are
+/// spaced is sampled at the next interval, not at the spaced one, and the sample that follows
+/// reads the wait. The clients and the wait on the shared 10.11 server; the gap compared with
+/// the served interval of the same sample.
+#[test]
+fn a_row_lock_wait_ends_the_spacing_at_the_next_interval() {
+    let server = Server::m1011();
+    let mut agent = start_agent(
+        &server.root_url(),
+        "[sample]\ninterval = \"1s\"\ntimeout = \"900ms\"\nwindow = \"0s\"\nspacing_connections = 4\n[probe]\nenabled = false\n",
+    );
+    // (interval, start) of the served sample, and its row-lock waiters, from one scrape.
+    let served = || -> Option<(f64, f64, f64)> {
+        let (_, _, body) = get(agent.port, "/metrics")?;
+        Some((
+            metric(&body, "powerdiag_sample_interval_seconds")?,
+            metric(&body, "powerdiag_sample_timestamp_seconds")?,
+            metric(
+                &body,
+                "powerdiag_mariadb_lock_waiting_sessions{kind=\"row\"}",
+            )
+            .unwrap_or(0.0),
+        ))
+    };
+    // Several threads: the blocked UPDATE runs while this thread polls the agent.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let pool = server.pool();
+        let mut extra = Vec::new();
+        for _ in 0..32 {
+            extra.push(pool.get_conn().await.unwrap());
+        }
+        let mut c = pool.get_conn().await.unwrap();
+        for sql in [
+            "CREATE DATABASE IF NOT EXISTS pd_watch",
+            "CREATE OR REPLACE TABLE pd_watch.r (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB",
+            "INSERT INTO pd_watch.r VALUES (1, 0)",
+        ] {
+            c.query_drop(sql).await.unwrap();
+        }
+        // 33 more idle clients: at least 9 intervals between samples. Catch a sample as it is
+        // served, so the wait starts early in its spacing.
+        let mut seen = None;
+        assert!(
+            eventually(Duration::from_secs(90), || {
+                let before = seen;
+                seen = served();
+                matches!((before, seen), (Some(b), Some(s)) if s.1 > b.1 && s.0 >= 9.0)
+            }),
+            "the agent never spaced its samples for the 33 clients: {seen:?}"
+        );
+        let first = seen.unwrap();
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("SELECT * FROM pd_watch.r WHERE id = 1 FOR UPDATE")
+            .await
+            .unwrap();
+        let mut waiter = pool.get_conn().await.unwrap();
+        waiter
+            .query_drop("SET SESSION innodb_lock_wait_timeout = 60")
+            .await
+            .unwrap();
+        let blocked = tokio::spawn(async move {
+            let r = waiter
+                .query_drop("UPDATE pd_watch.r SET v = v + 1 WHERE id = 1")
+                .await;
+            (waiter, r)
+        });
+        let mut next = None;
+        let _ = eventually(Duration::from_secs(30), || {
+            next = served();
+            next.is_some_and(|s| s.1 > first.1 && s.2 >= 1.0)
+        });
+        c.query_drop("ROLLBACK").await.unwrap();
+        let (waiter, r) = blocked.await.unwrap();
+        r.unwrap();
+        drop((waiter, extra, c));
+        pool.disconnect().await.unwrap();
+        let next = next.unwrap();
+        assert!(
+            next.1 > first.1 && next.2 >= 1.0,
+            "no sample read the row-lock wait: {next:?} after {first:?}"
+        );
+        // The wait began within a second of `first` being served; the spaced sample was due
+        // `first.0` seconds after it.
+        assert!(
+            next.1 - first.1 <= first.0 - 4.0,
+            "the wait was sampled {} s after the sample served with a {} s interval",
+            next.1 - first.1,
+            first.0
+        );
+    });
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let log = crate::agent::stderr_of(&mut agent.child);
+    assert!(
+        log.contains("spaced samples: sampling now")
+            && log.contains("waiting for a row lock (Innodb_row_lock_current_waits)"),
+        "{log}"
+    );
+}

@@ -18,7 +18,7 @@ use super::{
 use crate::collect::{
     self, CollectOptions, DEFAULT_DICTIONARY_MAX_TABLES, DictionaryBound, MariadbOptions,
     NoProgress, ProbeOptions, StatementOptions, collector,
-    mariadb::{InnodbCache, StatusTracker, StatusWindowMode, target::Candidate},
+    mariadb::{InnodbCache, StatusTracker, StatusWindowMode, WatchVerdict, target::Candidate},
     os::Roots,
 };
 
@@ -224,6 +224,7 @@ pub async fn run(
             spacing_was = spaced;
         }
         let interval = cfg.sample.interval * spaced;
+        let connected_at_sample = connected(&snapshot).unwrap_or(0);
         let report = evaluate_with(&snapshot, &cfg.rules.settings);
         let duration = started.elapsed();
         let encoded = metrics::encode_sample(&metrics::SampleMetrics {
@@ -261,16 +262,50 @@ pub async fn run(
             encoded: super::body::Encoded::new(encoded),
         };
         tx.send_replace(Some(Arc::new(sample)));
-        // Next sample one (spaced) interval after this one started (not after it ended).
-        let next = interval.saturating_sub(started.elapsed());
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = tokio::time::sleep(next) => {}
-            // A reloaded configuration takes effect at once. A closed channel (no more
-            // reloads: the signal task ended) keeps the last configuration and sampling goes
-            // on; only `cancel` stops the sampler.
-            r = config.changed(), if config_open => config_open = r.is_ok(),
-            r = setup.candidates.changed(), if targets_open => targets_open = r.is_ok(),
+        // The next sample one (spaced) interval after this one started (not after it ended).
+        // While spaced, a watch read at every interval in between ends the spacing when a
+        // row-lock wait or a surge of clients starts (`collect::mariadb::watch`).
+        let mut due = spaced;
+        let mut waited = 0u32;
+        loop {
+            waited += 1;
+            let next = (cfg.sample.interval * waited).saturating_sub(started.elapsed());
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(next) => {}
+                // A reloaded configuration takes effect at once. A closed channel (no more
+                // reloads: the signal task ended) keeps the last configuration and sampling
+                // goes on; only `cancel` stops the sampler.
+                r = config.changed(), if config_open => { config_open = r.is_ok(); break }
+                r = setup.candidates.changed(), if targets_open => { targets_open = r.is_ok(); break }
+            }
+            if waited >= due {
+                break;
+            }
+            let watched = tokio::select! {
+                () = cancel.cancelled() => return,
+                w = reuse.watch() => w,
+            };
+            let verdict = watched.map(|w| {
+                w.verdict(connected_at_sample, due, cfg.sample.spacing_connections)
+            });
+            match verdict {
+                Ok(WatchVerdict::Wait { spacing }) => {
+                    tracing::debug!(waited, spacing, "watch: no change");
+                    due = spacing;
+                    if waited >= due {
+                        break;
+                    }
+                }
+                Ok(WatchVerdict::SampleNow(why)) | Err(why) => {
+                    tracing::info!(
+                        why = %why,
+                        after = ?cfg.sample.interval * waited,
+                        "spaced samples: sampling now"
+                    );
+                    break;
+                }
+            }
         }
     }
 }
@@ -289,10 +324,13 @@ fn connected(snapshot: &Snapshot) -> Option<u64> {
 /// `per_interval` clients connected beyond the first `per_interval` (`[sample]
 /// spacing_connections`; 0 turns it off), while the clients are idle. MariaDB adds up every
 /// connection's counters for each global status read, so a sample's cost on the server grows
-/// with the connections; the spacing keeps it per minute near an idle server's. Only while at
-/// most 1 in 100 of them runs (`Threads_running`, which counts a session waiting for a lock):
-/// a pile-up, or a server busy enough that a status read is noise beside its load, is sampled
-/// at every interval. Capped at 60 intervals; an unknown count spaces nothing.
+/// with the connections; the spacing keeps it per minute within 1.5× an idle server's
+/// (docs/performance.md), and the watch read at every interval in between
+/// (`collect::mariadb::watch`) ends it when a row-lock wait or a surge of clients starts.
+/// Only while at most 1 in 100 of them runs (`Threads_running`, which counts a session
+/// waiting for a lock): a pile-up, or a server busy enough that a status read is noise beside
+/// its load, is sampled at every interval. Capped at 60 intervals; an unknown count spaces
+/// nothing.
 fn spacing(snapshot: &Snapshot, per_interval: u64) -> u32 {
     let running = status_gauge(snapshot, powerdiag_rules::StatusVar::ThreadsRunning);
     match (connected(snapshot), running) {

@@ -27,6 +27,7 @@ pub mod target;
 mod tls;
 mod vector;
 mod verify_ca;
+mod watch;
 
 use std::{
     collections::BTreeMap,
@@ -56,6 +57,7 @@ pub use statements::{StatementOptions, StatementTracker};
 pub use status_window::{StatusTracker, StatusWindowMode};
 use target::Candidate;
 pub use vector::VectorCache;
+pub use watch::{WatchVerdict, Watched};
 
 /// What to collect from MariaDB (the default reads nothing optional).
 #[derive(Debug, Clone, Default)]
