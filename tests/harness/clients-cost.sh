@@ -18,6 +18,9 @@
 # read adds up the clients' counters on the agent's connection), so neither the load nor InnoDB's
 # background work enters it; its samples are its status reads (performance_schema counts them).
 # Prints one line a span and the ratios to the span without clients (the budget: ≤ 1.5×).
+# POWERDIAG_CLIENTS_SPANS picks the spans and their lengths: "none off spaced" by default,
+# "none:600 spaced:1800" for longer spans (the watch reads between spaced samples are counted
+# apart).
 #
 # Needs the server's max_connections above CLIENTS + 10 (raised here when it is not, up to what
 # the server's open_files_limit allows: start it with POWERDIAG_IT_MARIADB_OPTIONS=
@@ -83,21 +86,45 @@ SQL
     "$HERE/mariadb.sh" sql "$NAME" -N >/dev/null) &
 load_pid=$!
 
-# CPU time (µs), status reads and connections of the agent's user so far.
+# CPU time (µs), status reads (the samples: `SHOW GLOBAL STATUS WHERE`), statements and
+# connections of the agent's user so far, and its watch reads (`SHOW GLOBAL STATUS LIKE`, one
+# statement each). Nothing else here sends either form of SHOW STATUS, so the digests (not kept by
+# user) count the agent's.
 counters() {
     local r
     r=$(sql -e "SELECT ROUND(CPU_TIME * 1000000),
-        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
-            WHERE USER = 'pd_cost_agent' AND EVENT_NAME = 'statement/sql/show_status'),
+        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest
+            WHERE DIGEST_TEXT LIKE 'SHOW GLOBAL STATUS WHERE%'),
         (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
             WHERE USER = 'pd_cost_agent' AND EVENT_NAME LIKE 'statement/sql/%'),
-        TOTAL_CONNECTIONS FROM information_schema.USER_STATISTICS WHERE USER = 'pd_cost_agent'")
-    echo "${r:-0 0 0 0}"
+        TOTAL_CONNECTIONS,
+        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest
+            WHERE DIGEST_TEXT LIKE 'SHOW GLOBAL STATUS LIKE%')
+        FROM information_schema.USER_STATISTICS WHERE USER = 'pd_cost_agent'")
+    echo "${r:-0 0 0 0 0}"
 }
 
 declare -A PER_MIN
+SPANS=${POWERDIAG_CLIENTS_SPANS:-none off spaced}
+# The length of span KEY: SECONDS, or KEY:SECONDS in POWERDIAG_CLIENTS_SPANS; 0 when not asked.
+span_seconds() {
+    local w
+    for w in $SPANS; do
+        case $w in
+            "$1") echo "$SPAN"; return ;;
+            "$1":*) echo "${w#*:}"; return ;;
+        esac
+    done
+    echo 0
+}
+for w in $SPANS; do
+    [[ $w =~ ^(none|off|spaced)(:[1-9][0-9]*)?$ ]] ||
+        { echo "clients-cost.sh: POWERDIAG_CLIENTS_SPANS holds $w: use none, off and spaced, each optionally :SECONDS" >&2; exit 2; }
+done
 span() { # KEY LABEL SPACING
-    local key=$1 label=$2 spacing=$3 c0 c1 samples base now nl=$'\n'
+    local key=$1 label=$2 spacing=$3 c0 c1 samples watches base now nl=$'\n' SPAN
+    SPAN=$(span_seconds "$key")
+    [ "$SPAN" -gt 0 ] || return 0
     # The timeout is the default 5 s, or half a shorter interval.
     printf '[sample]\ninterval = "%s"\ntimeout = "%sms"\nwindow = "0s"\n%s[probe]\nenabled = false\n' \
         "$INTERVAL" "$((${INTERVAL%s} > 10 ? 5000 : ${INTERVAL%s} * 500))" "${spacing:+spacing_connections = $spacing$nl}" >"$work/agent.toml"
@@ -118,10 +145,10 @@ span() { # KEY LABEL SPACING
     kill "$agent_pid"
     wait "$agent_pid" 2>/dev/null || true
     agent_pid=
-    samples=$((c1[1] - c0[1]))
+    samples=$((c1[1] - c0[1])) watches=$((c1[4] - c0[4]))
     [ "$samples" -gt 0 ] || { echo "clients-cost.sh: no sample in $SPAN s ($label): lengthen SECONDS" >&2; exit 1; }
     PER_MIN[$key]=$(awk -v u="$((c1[0] - c0[0]))" -v s="$SPAN" 'BEGIN {printf "%.2f", u / 1e3 * 60 / s}')
-    echo "clients-cost: $label: $samples samples in $SPAN s, $(awk -v u="$((c1[0] - c0[0]))" -v n="$samples" 'BEGIN {printf "%.2f", u / 1e3 / n}') ms of server CPU a sample (userstat on the agent's user), ${PER_MIN[$key]} ms a minute; $(awk -v q="$((c1[2] - c0[2]))" -v n="$samples" 'BEGIN {printf "%.2f", q / n}') statements a sample, $((c1[3] - c0[3])) new connections"
+    echo "clients-cost: $label: $samples samples in $SPAN s, $(awk -v u="$((c1[0] - c0[0]))" -v n="$samples" 'BEGIN {printf "%.2f", u / 1e3 / n}') ms of server CPU a sample (userstat on the agent's user), ${PER_MIN[$key]} ms a minute; $(awk -v q="$((c1[2] - c0[2]))" -v n="$samples" 'BEGIN {printf "%.2f", q / n}') statements a sample (watch reads included), $watches watch reads, $((c1[3] - c0[3])) new connections"
 }
 
 # Doctor too (`--no-probe --sample-window 0`), five runs as the same user: the median server CPU
@@ -150,5 +177,6 @@ doctor_cost "$connected connected ($CLIENTS idle)"
 span off "$connected connected ($CLIENTS idle), agent every $INTERVAL, spacing off" 0
 span spaced "$connected connected ($CLIENTS idle), agent every $INTERVAL, default spacing" ""
 for k in off spaced; do
+    if [ -z "${PER_MIN[$k]:-}" ] || [ -z "${PER_MIN[none]:-}" ]; then continue; fi
     echo "clients-cost: $CLIENTS idle clients, $([ $k = off ] && echo "spacing off" || echo "default spacing"): $(awk -v a="${PER_MIN[$k]}" -v b="${PER_MIN[none]}" 'BEGIN {printf "%.2f", a / b}')× the agent's server CPU a minute without them (budget ≤ 1.5×)"
 done

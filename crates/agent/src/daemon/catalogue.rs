@@ -133,7 +133,7 @@ catalogue! {
     SAMPLE_DURATION: Gauge "powerdiag_sample_duration_seconds" [] unit "seconds" when ALWAYS
         "How long the last sample took";
     SAMPLE_INTERVAL: Gauge "powerdiag_sample_interval_seconds" [] unit "seconds" when ALWAYS
-        "Time until the next sample: the agent's [sample] interval, times the spacing for many connected clients ([sample] spacing_connections); a sample older than a few of these is stale";
+        "Time until the next sample: the agent's [sample] interval, times the spacing for many connected clients ([sample] spacing_connections; a row-lock wait ends it sooner); a sample older than a few of these is stale";
     SAMPLE_SQL: Gauge "powerdiag_sample_sql_statements" [] when ALWAYS
         "SQL statements the last sample sent to MariaDB";
     SAMPLE_AGE: Gauge "powerdiag_sample_age_seconds" [] unit "seconds" when SCRAPE

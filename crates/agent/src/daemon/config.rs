@@ -76,16 +76,17 @@ pub struct SampleConfig {
     #[serde(with = "humantime_serde")]
     pub transactions_refresh: Duration,
     /// Every this many connected clients (`Threads_connected`) add one interval between two
-    /// samples: MariaDB adds up every connection's counters for each global status read, so a
-    /// read costs the server more with every connection (at 5,000 idle ones ~7 ms at a 15 s
-    /// rhythm, ~18 ms after a longer pause, against ~1 ms with none). Spaced, the agent's cost
-    /// per minute stays within 1.5× its cost on an idle server, and between two samples a
-    /// watch read (two counters MariaDB keeps globally, ~0.1 ms each whatever the clients)
-    /// ends the spacing at the first interval that shows a row-lock wait or a surge of this
-    /// many clients. Only while at most 1 in 100 clients runs (`Threads_running`, which counts
-    /// sessions waiting for a lock): a pile-up or a busy server is sampled at every interval.
-    /// 250 by default (≤ 250 clients: every interval; 5,000 idle ones: every 21st, watched at
-    /// every interval); 0 samples every interval whatever the connections.
+    /// samples, never stretching the time between them beyond a minute: MariaDB adds up every
+    /// connection's counters for each global status read, so a read costs the server more with
+    /// every connection (at 5,000 idle ones ~7 ms at a 15 s rhythm, against ~1 ms with none),
+    /// and more again after a longer pause (18 ms after 90 s, ~230 ms after 5 minutes here:
+    /// their memory has gone cold). Between two spaced samples a watch read (one counter
+    /// MariaDB keeps globally, `Innodb_row_lock_current_waits`: no sum) ends the spacing at
+    /// the first interval that shows a row-lock wait. Only while at most 1 in 100 clients runs
+    /// (`Threads_running`, which counts sessions waiting for a lock): a pile-up or a busy
+    /// server is sampled at every interval. 1,000 by default (≤ 1,000 clients: every interval;
+    /// 5,000 idle ones at a 15 s interval: every 4th, watched in between; at 60 s and longer
+    /// intervals nothing is spaced); 0 samples every interval whatever the connections.
     pub spacing_connections: u64,
 }
 
@@ -101,7 +102,7 @@ impl Default for SampleConfig {
             max_status_window: Duration::from_secs(3600),
             innodb_refresh: Duration::from_secs(1800),
             transactions_refresh: Duration::from_secs(600),
-            spacing_connections: 250,
+            spacing_connections: 1000,
         }
     }
 }

@@ -18,7 +18,7 @@ use super::{
 use crate::collect::{
     self, CollectOptions, DEFAULT_DICTIONARY_MAX_TABLES, DictionaryBound, MariadbOptions,
     NoProgress, ProbeOptions, StatementOptions, collector,
-    mariadb::{InnodbCache, StatusTracker, StatusWindowMode, WatchVerdict, target::Candidate},
+    mariadb::{InnodbCache, StatusTracker, StatusWindowMode, target::Candidate},
     os::Roots,
 };
 
@@ -213,7 +213,7 @@ pub async fn run(
             }
         };
         seq += 1;
-        let spaced = spacing(&snapshot, cfg.sample.spacing_connections);
+        let spaced = spacing(&snapshot, cfg.sample.spacing_connections, cfg.sample.interval);
         if spaced != spacing_was {
             tracing::info!(
                 intervals = spaced,
@@ -224,7 +224,6 @@ pub async fn run(
             spacing_was = spaced;
         }
         let interval = cfg.sample.interval * spaced;
-        let connected_at_sample = connected(&snapshot).unwrap_or(0);
         let report = evaluate_with(&snapshot, &cfg.rules.settings);
         let duration = started.elapsed();
         let encoded = metrics::encode_sample(&metrics::SampleMetrics {
@@ -264,8 +263,7 @@ pub async fn run(
         tx.send_replace(Some(Arc::new(sample)));
         // The next sample one (spaced) interval after this one started (not after it ended).
         // While spaced, a watch read at every interval in between ends the spacing when a
-        // row-lock wait or a surge of clients starts (`collect::mariadb::watch`).
-        let mut due = spaced;
+        // row-lock wait starts (`collect::mariadb::watch`).
         let mut waited = 0u32;
         loop {
             waited += 1;
@@ -279,25 +277,16 @@ pub async fn run(
                 r = config.changed(), if config_open => { config_open = r.is_ok(); break }
                 r = setup.candidates.changed(), if targets_open => { targets_open = r.is_ok(); break }
             }
-            if waited >= due {
+            if waited >= spaced {
                 break;
             }
             let watched = tokio::select! {
                 () = cancel.cancelled() => return,
                 w = reuse.watch() => w,
             };
-            let verdict = watched.map(|w| {
-                w.verdict(connected_at_sample, due, cfg.sample.spacing_connections)
-            });
-            match verdict {
-                Ok(WatchVerdict::Wait { spacing }) => {
-                    tracing::debug!(waited, spacing, "watch: no change");
-                    due = spacing;
-                    if waited >= due {
-                        break;
-                    }
-                }
-                Ok(WatchVerdict::SampleNow(why)) | Err(why) => {
+            match watched.map(|w| w.sample_now()) {
+                Ok(None) => tracing::debug!(waited, "watch: nothing waits"),
+                Ok(Some(why)) | Err(why) => {
                     tracing::info!(
                         why = %why,
                         after = ?cfg.sample.interval * waited,
@@ -320,22 +309,30 @@ fn connected(snapshot: &Snapshot) -> Option<u64> {
     status_gauge(snapshot, powerdiag_rules::StatusVar::ThreadsConnected)
 }
 
+/// The longest that spacing stretches the time between two samples. A status read after a
+/// longer pause costs more, not less: with 5,000 idle clients on the 2-core VM a read 15 s or
+/// 60 s after the last cost ~7–9 ms of server CPU, 90 s after 18 ms, 5 minutes after ~230 ms
+/// (MariaDB's sum touches every connection's memory, which by then has gone cold; see
+/// docs/performance.md). So at a 60 s interval, the default, nothing is spaced.
+const MAX_SPACED_GAP: Duration = Duration::from_secs(60);
+
 /// How many intervals to wait before the next sample: one, plus one for every
 /// `per_interval` clients connected beyond the first `per_interval` (`[sample]
-/// spacing_connections`; 0 turns it off), while the clients are idle. MariaDB adds up every
-/// connection's counters for each global status read, so a sample's cost on the server grows
-/// with the connections; the spacing keeps it per minute within 1.5× an idle server's
-/// (docs/performance.md), and the watch read at every interval in between
-/// (`collect::mariadb::watch`) ends it when a row-lock wait or a surge of clients starts.
-/// Only while at most 1 in 100 of them runs (`Threads_running`, which counts a session
-/// waiting for a lock): a pile-up, or a server busy enough that a status read is noise beside
-/// its load, is sampled at every interval. Capped at 60 intervals; an unknown count spaces
-/// nothing.
-fn spacing(snapshot: &Snapshot, per_interval: u64) -> u32 {
+/// spacing_connections`; 0 turns it off), while the clients are idle, and never more than
+/// [`MAX_SPACED_GAP`] between samples. MariaDB adds up every connection's counters for each
+/// global status read, so a sample's cost on the server grows with the connections; the
+/// spacing lowers it per minute, and the watch read at every interval in between
+/// (`collect::mariadb::watch`) ends it when a row-lock wait starts. Only while at most 1 in
+/// 100 of them runs (`Threads_running`, which counts a session waiting for a lock): a
+/// pile-up, or a server busy enough that a status read is noise beside its load, is sampled
+/// at every interval. An unknown count spaces nothing.
+fn spacing(snapshot: &Snapshot, per_interval: u64, interval: Duration) -> u32 {
     let running = status_gauge(snapshot, powerdiag_rules::StatusVar::ThreadsRunning);
+    let most = (MAX_SPACED_GAP.as_secs_f64() / interval.as_secs_f64().max(1e-3)).floor();
+    let most = most.clamp(1.0, 60.0) as u64;
     match (connected(snapshot), running) {
         (Some(n), Some(r)) if per_interval > 0 && r <= 1 + n / 100 => {
-            n.div_ceil(per_interval).clamp(1, 60) as u32
+            n.div_ceil(per_interval).clamp(1, most) as u32
         }
         _ => 1,
     }
@@ -398,12 +395,24 @@ mod tests {
             ("5000", "unreadable", 1000, 1),
         ] {
             assert_eq!(
-                spacing(&with(clients, running), per),
+                spacing(&with(clients, running), per, Duration::from_secs(1)),
                 want,
                 "{clients} clients, {running} running, {per}"
             );
         }
-        assert_eq!(spacing(&SnapshotBuilder::new().build(), 1000), 1);
+        assert_eq!(
+            spacing(&SnapshotBuilder::new().build(), 1000, Duration::from_secs(1)),
+            1
+        );
+        // Never more than a minute between samples: at 15 s four intervals, at 60 s (the
+        // default) none.
+        for (interval, want) in [(10, 6), (15, 4), (20, 3), (30, 2), (45, 1), (60, 1), (300, 1)] {
+            assert_eq!(
+                spacing(&with("5002", "2"), 1000, Duration::from_secs(interval)),
+                want,
+                "at {interval} s"
+            );
+        }
     }
 
     /// The channels that carry reloads closing (the signal task ended) must not stop the

@@ -57,7 +57,7 @@ pub use statements::{StatementOptions, StatementTracker};
 pub use status_window::{StatusTracker, StatusWindowMode};
 use target::Candidate;
 pub use vector::VectorCache;
-pub use watch::{WatchVerdict, Watched};
+pub use watch::Watched;
 
 /// What to collect from MariaDB (the default reads nothing optional).
 #[derive(Debug, Clone, Default)]
