@@ -213,7 +213,11 @@ pub async fn run(
             }
         };
         seq += 1;
-        let spaced = spacing(&snapshot, cfg.sample.spacing_connections, cfg.sample.interval);
+        let spaced = spacing(
+            &snapshot,
+            cfg.sample.spacing_connections,
+            cfg.sample.interval,
+        );
         if spaced != spacing_was {
             tracing::info!(
                 intervals = spaced,
@@ -401,12 +405,24 @@ mod tests {
             );
         }
         assert_eq!(
-            spacing(&SnapshotBuilder::new().build(), 1000, Duration::from_secs(1)),
+            spacing(
+                &SnapshotBuilder::new().build(),
+                1000,
+                Duration::from_secs(1)
+            ),
             1
         );
         // Never more than a minute between samples: at 15 s four intervals, at 60 s (the
         // default) none.
-        for (interval, want) in [(10, 6), (15, 4), (20, 3), (30, 2), (45, 1), (60, 1), (300, 1)] {
+        for (interval, want) in [
+            (10, 6),
+            (15, 4),
+            (20, 3),
+            (30, 2),
+            (45, 1),
+            (60, 1),
+            (300, 1),
+        ] {
             assert_eq!(
                 spacing(&with("5002", "2"), 1000, Duration::from_secs(interval)),
                 want,

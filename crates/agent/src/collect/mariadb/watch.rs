@@ -89,6 +89,12 @@ mod tests {
     fn the_statement_names_one_global_counter() {
         assert!(WATCH_SQL.starts_with("SHOW GLOBAL STATUS LIKE '"));
         assert!(!WATCH_SQL.contains('%'));
-        assert!(WATCH_SQL.contains(StatusVar::InnodbRowLockCurrentWaits.name().trim_start_matches("innodb")));
+        assert!(
+            WATCH_SQL.contains(
+                StatusVar::InnodbRowLockCurrentWaits
+                    .name()
+                    .trim_start_matches("innodb")
+            )
+        );
     }
 }
