@@ -548,7 +548,7 @@ fn many_clients_space_the_samples() {
     });
 }
 
-/// Between spaced samples the agent reads two counters MariaDB keeps globally at every
+/// Between spaced samples the agent reads one counter MariaDB keeps globally at every
 /// interval (`collect::mariadb::watch`): a row-lock wait that starts while the samples are
 /// spaced is sampled at the next interval, not at the spaced one, and the sample that follows
 /// reads the wait. The clients and the wait on the shared 10.11 server; the gap compared with
@@ -628,6 +628,7 @@ fn a_row_lock_wait_ends_the_spacing_at_the_next_interval() {
         c.query_drop("ROLLBACK").await.unwrap();
         let (waiter, r) = blocked.await.unwrap();
         r.unwrap();
+        c.query_drop("DROP DATABASE pd_watch").await.unwrap();
         drop((waiter, extra, c));
         pool.disconnect().await.unwrap();
         let next = next.unwrap();
