@@ -91,7 +91,9 @@ POWERDIAG_IT_MARIADB_OPTIONS="max_connections=6000 performance_schema_digests_si
 eval "$("$HERE/harness/mariadb.sh" env bench)"
 DB_PID=$(cat "$POWERDIAG_IT_BENCH_PIDFILE")
 export POWERDIAG_MARIADB_URL="mysql://root:${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}@127.0.0.1:$PORT/"
-sql() { "$HERE/harness/mariadb.sh" sql bench -N "$@"; }
+BENCH_NAME=bench BENCH_TAG=bench
+# shellcheck source=tests/harness/bench-lib.sh
+. "$HERE/harness/bench-lib.sh"
 
 step "vector data: three indexes (5,000 × 256-d, 2,000 × 128-d cosine, 1,000 × 64-d)"
 python3 - <<'EOF' | sql
@@ -161,18 +163,6 @@ doctor_bench "(defaults: probe, 1 s window)"
 doctor_statements "--no-probe --sample-window 0" --no-probe --sample-window 0
 doctor_statements "with the probe" --sample-window 0
 
-start_agent() { # CONFIG (TOML)
-    printf '%s' "$1" >"$work/agent.toml"
-    listen=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    "$BIN" agent --web.listen-address "$listen" --config.file "$work/agent.toml" --log.level warn 2>"$work/agent.log" &
-    agent_pid=$!
-    for _ in $(seq 100); do curl -fsS "http://$listen/metrics" 2>/dev/null | grep -q '^powerdiag_mariadb_up 1' && return; sleep 0.1; done
-    echo "bench: the agent did not publish a sample" >&2
-    cat "$work/agent.log" >&2
-    exit 1
-}
-stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=; }
-metric() { curl -fsS "http://$listen/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$agent_pid/status"; }
 
 step "agent: scrapes (wrk -t1 -c1 -d${SECONDS_SCRAPE}s), a 15 s interval"

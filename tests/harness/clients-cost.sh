@@ -40,8 +40,9 @@ INTERVAL=${5:-15s}
     { echo "clients-cost.sh: SECONDS and CLIENTS are numbers, INTERVAL a number of seconds such as 15s ($usage)" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "clients-cost.sh: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
 PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
-sql() { "$HERE/mariadb.sh" sql "$NAME" -N "$@"; }
-env_of() { "$HERE/mariadb.sh" env "$NAME" | sed -n "s/^export POWERDIAG_IT_[A-Z0-9_]*_$1=//p" | tr -d "'\""; }
+BENCH_NAME=$NAME BENCH_TAG=clients-cost.sh
+# shellcheck source=tests/harness/bench-lib.sh
+. "$HERE/bench-lib.sh"
 PORT=$(env_of PORT)
 [ -n "$PORT" ] || { echo "clients-cost.sh: no instance $NAME (tests/harness/mariadb.sh start $NAME 11.8 PORT)" >&2; exit 2; }
 [ "$(sql -e 'SELECT @@performance_schema')" = 1 ] ||

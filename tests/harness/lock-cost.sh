@@ -34,8 +34,9 @@ LOCK_LOOPS=${4:-20}
     { echo "lock-cost.sh: CLIENTS and LOOPS are numbers ($usage)" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "lock-cost.sh: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
 PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
-sql() { "$HERE/mariadb.sh" sql "$NAME" -N "$@"; }
-env_of() { "$HERE/mariadb.sh" env "$NAME" | sed -n "s/^export POWERDIAG_IT_[A-Z0-9_]*_$1=//p" | tr -d "'\""; }
+BENCH_NAME=$NAME BENCH_TAG=lock-cost.sh
+# shellcheck source=tests/harness/bench-lib.sh
+. "$HERE/bench-lib.sh"
 PORT=$(env_of PORT)
 PIDFILE=$(env_of PIDFILE)
 if [ -z "$PORT" ] || [ ! -r "$PIDFILE" ]; then
@@ -43,6 +44,7 @@ if [ -z "$PORT" ] || [ ! -r "$PIDFILE" ]; then
     exit 2
 fi
 DB_PID=$(cat "$PIDFILE")
+export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/"
 
 work=$(mktemp -d /tmp/powerdiag-lock-cost.XXXXXX)
 agent_pid='' max_connections=''
@@ -57,19 +59,6 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
-start_agent() { # CONFIG (TOML)
-    printf '%s' "$1" >"$work/agent.toml"
-    listen=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/" \
-        "$BIN" agent --web.listen-address "$listen" --config.file "$work/agent.toml" --log.level warn 2>"$work/agent.log" &
-    agent_pid=$!
-    for _ in $(seq 100); do curl -fsS "http://$listen/metrics" 2>/dev/null | grep -q '^powerdiag_mariadb_up 1' && return; sleep 0.1; done
-    echo "lock-cost.sh: the agent did not publish a sample" >&2
-    cat "$work/agent.log" >&2
-    exit 1
-}
-stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=; }
-metric() { curl -fsS "http://$listen/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 locks_rs=$ROOT/crates/agent/src/collect/mariadb/locks.rs
 lock_sql() { # NAME [ARG]: one statement of locks.rs, its Rust string literal as sent
