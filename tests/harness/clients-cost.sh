@@ -20,7 +20,11 @@
 # Prints one line a span and the ratios to the span without clients (the budget: ≤ 1.5×).
 # POWERDIAG_CLIENTS_SPANS picks the spans and their lengths: "none off spaced" by default,
 # "none:600 spaced:1800" for longer spans (the watch reads between spaced samples are counted
-# apart).
+# apart). POWERDIAG_CLIENTS_BESIDE=OTHER (another running instance, an empty one) measures, during
+# each span, the same agent without clients on OTHER and gives each span's ratio to that: this
+# VM's cost of a sample moves several-fold with its state from hour to hour (caches gone cold
+# between samples), so spans measured side by side compare the sizes, spans measured apart
+# partly compare the hours. POWERDIAG_CLIENTS_DOCTOR=0 leaves doctor out.
 #
 # Needs the server's max_connections above CLIENTS + 10 (raised here when it is not, up to what
 # the server's open_files_limit allows: start it with POWERDIAG_IT_MARIADB_OPTIONS=
@@ -45,6 +49,13 @@ BENCH_NAME=$NAME BENCH_TAG=clients-cost.sh
 . "$HERE/bench-lib.sh"
 PORT=$(env_of PORT)
 [ -n "$PORT" ] || { echo "clients-cost.sh: no instance $NAME (tests/harness/mariadb.sh start $NAME 11.8 PORT)" >&2; exit 2; }
+BESIDE=${POWERDIAG_CLIENTS_BESIDE:-}
+DOCTOR=${POWERDIAG_CLIENTS_DOCTOR:-1}
+if [ -n "$BESIDE" ]; then
+    [ "$BESIDE" != "$NAME" ] || { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE names $NAME itself: name another instance" >&2; exit 2; }
+    BENCH_NAME=$BESIDE env_of PORT 2>/dev/null | grep -q . ||
+        { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE: no instance $BESIDE beside $NAME (the same POWERDIAG_IT_DIR; tests/harness/mariadb.sh start $BESIDE 11.8 PORT)" >&2; exit 2; }
+fi
 [ "$(sql -e 'SELECT @@performance_schema')" = 1 ] ||
     { echo "clients-cost.sh: performance_schema is off on $NAME: the agent's samples are counted there" >&2; exit 2; }
 want=$((CLIENTS + 20))
@@ -56,13 +67,14 @@ ulimit -n "$(ulimit -Hn)"
     { echo "clients-cost.sh: this shell may open $(ulimit -n) files, fewer than $CLIENTS clients need (raise the hard limit: ulimit -Hn)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/powerdiag-clients-cost.XXXXXX)
-agent_pid='' load_pid='' idle_pid=''
+agent_pid='' load_pid='' idle_pid='' beside_pid=''
 cleanup() {
     local rc=$?
     [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null
     # The load's pipeline (its loop and its client), then the subshell around it.
     [ -n "$load_pid" ] && pkill -P "$load_pid" 2>/dev/null; [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null
     [ -n "$idle_pid" ] && kill "$idle_pid" 2>/dev/null
+    [ -n "$beside_pid" ] && kill "$beside_pid" 2>/dev/null
     sql -e "DROP USER IF EXISTS pd_cost_agent@'127.0.0.1'; DROP DATABASE IF EXISTS pd_cost" 2>/dev/null || true
     rm -rf "$work"
     exit "$rc"
@@ -87,15 +99,17 @@ SQL
     "$HERE/mariadb.sh" sql "$NAME" -N >/dev/null) &
 load_pid=$!
 
-# CPU time (µs), status reads (the samples: `SHOW GLOBAL STATUS WHERE`), statements and
-# connections of the agent's user so far, and its watch reads (`SHOW GLOBAL STATUS LIKE`, one
-# statement each). Nothing else here sends either form of SHOW STATUS, so the digests (not kept by
-# user) count the agent's.
+# CPU time (µs), status reads (the samples: its `SHOW STATUS` statements less the watch reads),
+# statements and connections of the agent's user so far, and its watch reads (`SHOW GLOBAL
+# STATUS LIKE`, one statement each: the digests are not kept by user, and nothing else here
+# sends that form).
 counters() {
     local r
     r=$(sql -e "SELECT ROUND(CPU_TIME * 1000000),
-        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest
-            WHERE DIGEST_TEXT LIKE 'SHOW GLOBAL STATUS WHERE%'),
+        (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
+            WHERE USER = 'pd_cost_agent' AND EVENT_NAME = 'statement/sql/show_status')
+        - (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest
+            WHERE DIGEST_TEXT LIKE 'SHOW GLOBAL STATUS LIKE%'),
         (SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_user_by_event_name
             WHERE USER = 'pd_cost_agent' AND EVENT_NAME LIKE 'statement/sql/%'),
         TOTAL_CONNECTIONS,
@@ -123,9 +137,15 @@ for w in $SPANS; do
         { echo "clients-cost.sh: POWERDIAG_CLIENTS_SPANS holds $w: use none, off and spaced, each optionally :SECONDS" >&2; exit 2; }
 done
 span() { # KEY LABEL SPACING
-    local key=$1 label=$2 spacing=$3 c0 c1 samples watches base now nl=$'\n' SPAN
+    local key=$1 label=$2 spacing=$3 c0 c1 samples watches base now nl=$'\n' SPAN beside
     SPAN=$(span_seconds "$key")
     [ "$SPAN" -gt 0 ] || return 0
+    if [ -n "$BESIDE" ]; then
+        # The same agent on the other instance, without clients, over the same span.
+        POWERDIAG_CLIENTS_SPANS="none:$SPAN" POWERDIAG_CLIENTS_DOCTOR=0 POWERDIAG_CLIENTS_BESIDE='' \
+            "$HERE/clients-cost.sh" "$BESIDE" "$BIN" "$SPAN" 1 "$INTERVAL" >"$work/beside" 2>&1 &
+        beside_pid=$!
+    fi
     # The timeout is the default 5 s, or half a shorter interval.
     printf '[sample]\ninterval = "%s"\ntimeout = "%sms"\nwindow = "0s"\n%s[probe]\nenabled = false\n' \
         "$INTERVAL" "$((${INTERVAL%s} > 10 ? 5000 : ${INTERVAL%s} * 500))" "${spacing:+spacing_connections = $spacing$nl}" >"$work/agent.toml"
@@ -150,6 +170,13 @@ span() { # KEY LABEL SPACING
     [ "$samples" -gt 0 ] || { echo "clients-cost.sh: no sample in $SPAN s ($label): lengthen SECONDS" >&2; exit 1; }
     PER_MIN[$key]=$(awk -v u="$((c1[0] - c0[0]))" -v s="$SPAN" 'BEGIN {printf "%.2f", u / 1e3 * 60 / s}')
     echo "clients-cost: $label: $samples samples in $SPAN s, $(awk -v u="$((c1[0] - c0[0]))" -v n="$samples" 'BEGIN {printf "%.2f", u / 1e3 / n}') ms of server CPU a sample (userstat on the agent's user), ${PER_MIN[$key]} ms a minute; $(awk -v q="$((c1[2] - c0[2]))" -v n="$samples" 'BEGIN {printf "%.2f", q / n}') statements a sample (watch reads included), $watches watch reads, $((c1[3] - c0[3])) new connections"
+    [ -n "$beside_pid" ] || return 0
+    wait "$beside_pid" || { echo "clients-cost.sh: the span beside it on $BESIDE failed: $(tail -3 "$work/beside")" >&2; exit 1; }
+    beside_pid=
+    beside=$(sed -n 's/^clients-cost: no other client.* ms of server CPU a sample (userstat on the agent.s user), \([0-9.]*\) ms a minute.*/\1/p' "$work/beside")
+    [ -n "$beside" ] || { echo "clients-cost.sh: no result from the span beside it on $BESIDE: $(tail -3 "$work/beside")" >&2; exit 1; }
+    echo "clients-cost: beside it, on $BESIDE: $(sed -n 's/^clients-cost: //p' "$work/beside")"
+    echo "clients-cost: $label: $(awk -v a="${PER_MIN[$key]}" -v b="$beside" 'BEGIN {printf "%.2f", a / b}')× the agent's server CPU a minute on $BESIDE without clients over the same span (budget ≤ 1.5×)"
 }
 
 # Doctor too (`--no-probe --sample-window 0`), five runs as the same user: the median server CPU
@@ -168,13 +195,14 @@ doctor_cost() { # LABEL
 }
 
 span none "no other client, agent every $INTERVAL" ""
-doctor_cost "no other client"
+[ "$DOCTOR" = 0 ] || doctor_cost "no other client"
+if [ "$(span_seconds off)" = 0 ] && [ "$(span_seconds spaced)" = 0 ]; then exit 0; fi
 coproc IDLE { /usr/bin/python3 "$HERE/lock-pileup.py" "$PORT" "$PW" "$CLIENTS"; }
 # shellcheck disable=SC2153 # IDLE_PID is set by coproc
 idle_pid=$IDLE_PID
 read -r _ <&"${IDLE[0]}" # "idle ready"
 connected=$(sql -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2)
-doctor_cost "$connected connected ($CLIENTS idle)"
+[ "$DOCTOR" = 0 ] || doctor_cost "$connected connected ($CLIENTS idle)"
 span off "$connected connected ($CLIENTS idle), agent every $INTERVAL, spacing off" 0
 span spaced "$connected connected ($CLIENTS idle), agent every $INTERVAL, default spacing" ""
 for k in off spaced; do
