@@ -1,14 +1,26 @@
 # shellcheck shell=bash
 # Shared by the benchmarks: tests/bench.sh, tests/harness/clients-cost.sh and
 # tests/harness/lock-cost.sh. Sourced, never executed. The caller sets `set -euo pipefail`,
-# BENCH_NAME (its tests/harness/mariadb.sh instance) and, before start_agent, BIN (a powerdiag
-# binary), work (a scratch directory), BENCH_TAG (its name in messages) and
-# POWERDIAG_MARIADB_URL (exported); it kills "$agent_pid" when it exits.
+# BENCH_NAME (its tests/harness/mariadb.sh instance), BENCH_TAG (its name in messages) and, before
+# bench_instance or start_agent, BIN (a powerdiag binary); before start_agent also work (a
+# scratch directory) and POWERDIAG_MARIADB_URL (exported). It kills "$agent_pid" when it exits.
 
 BENCH_HARNESS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # sql ARGS...: the mariadb client on the instance, no column names.
 sql() { "$BENCH_HARNESS/mariadb.sh" sql "$BENCH_NAME" -N "$@"; }
+
+# bench_instance: the checks a benchmark on a running instance starts with — BIN an executable,
+# BENCH_NAME running (tests/harness/mariadb.sh status) — each failing with exit 2 and the fix, named
+# by BENCH_TAG; sets PW (the harness's root password) and PORT (the instance's).
+# shellcheck disable=SC2034 # PW and PORT are the caller's
+bench_instance() {
+    [ -x "$BIN" ] || { echo "$BENCH_TAG: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
+    "$BENCH_HARNESS/mariadb.sh" status "$BENCH_NAME" >/dev/null 2>&1 ||
+        { echo "$BENCH_TAG: no running instance $BENCH_NAME (tests/harness/mariadb.sh start $BENCH_NAME 11.8 PORT, with the same POWERDIAG_IT_DIR)" >&2; exit 2; }
+    PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
+    PORT=$(env_of PORT)
+}
 
 # env_of KEY: the instance's POWERDIAG_IT_<NAME>_<KEY> (PORT, PIDFILE, ...); empty when there is none.
 env_of() { "$BENCH_HARNESS/mariadb.sh" env "$BENCH_NAME" | sed -n "s/^export POWERDIAG_IT_[A-Z0-9_]*_$1=//p" | tr -d "'\""; }

@@ -42,19 +42,16 @@ CLIENTS=${4:-5000}
 INTERVAL=${5:-15s}
 [[ $SPAN =~ ^[1-9][0-9]*$ && $CLIENTS =~ ^[1-9][0-9]*$ && $INTERVAL =~ ^[1-9][0-9]*s$ ]] ||
     { echo "clients-cost.sh: SECONDS and CLIENTS are numbers, INTERVAL a number of seconds such as 15s ($usage)" >&2; exit 2; }
-[ -x "$BIN" ] || { echo "clients-cost.sh: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
-PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
 BENCH_NAME=$NAME BENCH_TAG=clients-cost.sh
 # shellcheck source=tests/harness/bench-lib.sh
 . "$HERE/bench-lib.sh"
-PORT=$(env_of PORT)
-[ -n "$PORT" ] || { echo "clients-cost.sh: no instance $NAME (tests/harness/mariadb.sh start $NAME 11.8 PORT)" >&2; exit 2; }
+bench_instance
 BESIDE=${POWERDIAG_CLIENTS_BESIDE:-}
 DOCTOR=${POWERDIAG_CLIENTS_DOCTOR:-1}
 if [ -n "$BESIDE" ]; then
     [ "$BESIDE" != "$NAME" ] || { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE names $NAME itself: name another instance" >&2; exit 2; }
-    BENCH_NAME=$BESIDE env_of PORT 2>/dev/null | grep -q . ||
-        { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE: no instance $BESIDE beside $NAME (the same POWERDIAG_IT_DIR; tests/harness/mariadb.sh start $BESIDE 11.8 PORT)" >&2; exit 2; }
+    "$HERE/mariadb.sh" status "$BESIDE" >/dev/null 2>&1 ||
+        { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE: no running instance $BESIDE beside $NAME (the same POWERDIAG_IT_DIR; tests/harness/mariadb.sh start $BESIDE 11.8 PORT)" >&2; exit 2; }
 fi
 [ "$(sql -e 'SELECT @@performance_schema')" = 1 ] ||
     { echo "clients-cost.sh: performance_schema is off on $NAME: the agent's samples are counted there" >&2; exit 2; }

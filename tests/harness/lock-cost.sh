@@ -32,17 +32,11 @@ LOCK_CLIENTS=${3:-5000}
 LOCK_LOOPS=${4:-20}
 [[ $LOCK_CLIENTS =~ ^[1-9][0-9]*$ && $LOCK_LOOPS =~ ^[1-9][0-9]*$ ]] ||
     { echo "lock-cost.sh: CLIENTS and LOOPS are numbers ($usage)" >&2; exit 2; }
-[ -x "$BIN" ] || { echo "lock-cost.sh: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
-PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
 BENCH_NAME=$NAME BENCH_TAG=lock-cost.sh
 # shellcheck source=tests/harness/bench-lib.sh
 . "$HERE/bench-lib.sh"
-PORT=$(env_of PORT)
+bench_instance
 PIDFILE=$(env_of PIDFILE)
-if [ -z "$PORT" ] || [ ! -r "$PIDFILE" ]; then
-    echo "lock-cost.sh: no running instance $NAME (tests/harness/mariadb.sh start $NAME 11.8 PORT)" >&2
-    exit 2
-fi
 DB_PID=$(cat "$PIDFILE")
 export POWERDIAG_MARIADB_URL="mysql://root:$PW@127.0.0.1:$PORT/"
 
