@@ -146,6 +146,13 @@ pub(crate) const OPEN_MAX: usize = 200;
 /// (docs/performance.md).
 pub(crate) const PFS_MAX_TABLES: u64 = 20_000;
 
+/// Open table handles up to which they are read. Each summary row of a table with a handle
+/// open visits every open handle, so the read grows with the square of the handles: at 10,000
+/// tables ~0.3 s of server CPU with 2,000 handles (MariaDB's default `table_open_cache`), ~1.15
+/// s with 4,000 (docs/performance.md). The handles are estimated as a busy server's full cache,
+/// `min(table_open_cache, InnoDB tables)`: a cache raised above this many leaves them out.
+pub(crate) const PFS_MAX_HANDLES: u64 = 2_000;
+
 /// How long the agent waits before reading again after a failed read.
 const RETRY: Duration = Duration::from_secs(600);
 
@@ -512,9 +519,11 @@ fn why(e: powerdiag_rules::DbError, what: &str) -> String {
     }
 }
 
-/// Whether performance_schema's summaries are read for a server with `tables` InnoDB tables,
-/// and why the index counts are not, for PD706, if they are not.
-fn pfs_plan(on: bool, tables: u64) -> (bool, String) {
+/// Whether performance_schema's summaries are read for a server with `tables` InnoDB tables
+/// and a table cache of `cache` handles (`table_open_cache`; `None` when unread, taken as
+/// large as the tables), and why the index counts are not, for PD706, if they are not.
+fn pfs_plan(on: bool, tables: u64, cache: Option<u64>) -> (bool, String) {
+    let handles = cache.map_or(tables, |c| c.min(tables));
     if !on {
         (
             false,
@@ -525,6 +534,14 @@ fn pfs_plan(on: bool, tables: u64) -> (bool, String) {
             false,
             format!(
                 "not read: {tables} InnoDB tables, above the {PFS_MAX_TABLES} up to which powerdiag reads performance_schema's index counts (~0.9 s of server CPU per read at 100,000 tables with the table cache full)"
+            ),
+        )
+    } else if handles > PFS_MAX_HANDLES {
+        let cache = cache.map_or("unread".to_string(), |c| c.to_string());
+        (
+            false,
+            format!(
+                "not read: up to {handles} open table handles (table_open_cache {cache}, {tables} InnoDB tables), above the {PFS_MAX_HANDLES} up to which powerdiag reads performance_schema's index counts: each row visits every open handle (~1.15 s of server CPU per read at 4,000 handles and 10,000 tables); sys.schema_unused_indexes gives the same counts, at the same cost, at a quiet hour"
             ),
         )
     } else {
@@ -539,6 +556,7 @@ pub(crate) async fn read(
     s: &mut Session,
     max_tables: usize,
     performance_schema: bool,
+    table_cache: Option<u64>,
     notes: &mut Vec<String>,
 ) -> Gathered<Schema> {
     let process = |e: powerdiag_rules::DbError, what: &str, s: &Session| {
@@ -563,8 +581,9 @@ pub(crate) async fn read(
     d.index_tables();
     // performance_schema's per-table and per-index summaries cost ~4.5 µs of server CPU per
     // row with the table cache full (each row visits every open table handle): above
-    // PFS_MAX_TABLES they are not read, and the read stays under a second.
-    let (performance_schema, pfs_unread) = pfs_plan(performance_schema, d.innodb_tables);
+    // PFS_MAX_TABLES or PFS_MAX_HANDLES they are not read, and the read stays under a second.
+    let (performance_schema, pfs_unread) =
+        pfs_plan(performance_schema, d.innodb_tables, table_cache);
     d.set_performance_schema(performance_schema);
     // The names InnoDB does not know: with performance_schema, those written since the server
     // started (its writes per table, which PD708 needs anyway); else the `.frm` listing.
@@ -916,9 +935,10 @@ impl Part for SchemaPart<'_> {
                 .facts
                 .var_bool(powerdiag_rules::Var::PerformanceSchema)
                 .unwrap_or(false);
+            let table_cache = ctx.facts.var_u64(powerdiag_rules::Var::TableOpenCache).ok();
             let mut notes = Vec::new();
             let started = Instant::now();
-            let schema = read(ctx.s, max_tables, pfs, &mut notes).await;
+            let schema = read(ctx.s, max_tables, pfs, table_cache, &mut notes).await;
             ctx.facts.notes.extend(notes);
             release_freed_memory();
             if let Some(c) = self.cache {
@@ -1216,18 +1236,36 @@ mod tests {
         );
     }
 
-    /// performance_schema's summaries are read up to 20,000 InnoDB tables; above, PD706 is
-    /// told why its counts are missing.
+    /// performance_schema's summaries are read up to 20,000 InnoDB tables and 2,000 open
+    /// table handles (a full `table_open_cache`, at most one a table); above, PD706 is told why
+    /// its counts are missing.
     #[test]
-    fn performance_schema_is_read_up_to_its_table_limit() {
-        assert!(pfs_plan(true, 20_000).0);
-        let (read, why) = pfs_plan(true, 100_000);
+    fn performance_schema_is_read_up_to_its_table_and_handle_limits() {
+        assert!(pfs_plan(true, 20_000, Some(2_000)).0);
+        let (read, why) = pfs_plan(true, 100_000, Some(2_000));
         assert!(!read);
         assert!(
             why.starts_with("not read: 100000 InnoDB tables, above the 20000"),
             "{why}"
         );
-        let (read, why) = pfs_plan(false, 10);
+        // A raised cache: as many handles as tables, up to the cache.
+        assert!(pfs_plan(true, 1_500, Some(100_000)).0);
+        let (read, why) = pfs_plan(true, 10_000, Some(4_000));
+        assert!(!read);
+        assert!(
+            why.starts_with(
+                "not read: up to 4000 open table handles (table_open_cache 4000, 10000 InnoDB tables), above the 2000"
+            ),
+            "{why}"
+        );
+        // An unread cache is taken as large as the tables.
+        assert!(pfs_plan(true, 2_000, None).0);
+        let (read, why) = pfs_plan(true, 2_001, None);
+        assert!(
+            !read && why.contains("(table_open_cache unread, 2001 InnoDB"),
+            "{why}"
+        );
+        let (read, why) = pfs_plan(false, 10, Some(2_000));
         assert!(
             !read && why.starts_with("performance_schema = OFF"),
             "{why}"

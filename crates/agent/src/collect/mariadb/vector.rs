@@ -10,7 +10,7 @@ use powerdiag_rules::{DbError, DbErrorKind, Gathered, StatusVar, Var, VectorInde
 
 use super::due::still_fresh;
 use super::part::{Ctx, Part, PartFuture};
-use super::server::ChangeMark;
+use super::server::{ChangeMark, GRANT_CHANGES};
 use super::session::{Session, TextRow, col, col_u64, ident, sql_str, tcol, tcol_u64, text_rows};
 use crate::collect::CollectError;
 use crate::collect::collector::{Descriptor, Requires};
@@ -31,12 +31,27 @@ pub(crate) struct Discovery {
 }
 
 /// The counters that move when a table or index is created, altered, renamed or dropped
-/// (`Com_create_table`, ..., `Com_drop_db`, counted for every session, replication's applier
-/// included) or a privilege is granted or revoked. The list of vector indexes and their
+/// ([`DDL_CHANGES`], counted for every session, replication's applier included) or a privilege
+/// is granted or revoked ([`GRANT_CHANGES`]). The list of vector indexes and their
 /// definitions change only when one of them does or the server restarts, and what the agent's
 /// user may see of them only with a grant, so the agent reads the dictionary and the
 /// definitions again only then ([`ChangeMark`]).
-pub(crate) const SCHEMA_CHANGES: [StatusVar; 12] = [
+pub(crate) const SCHEMA_CHANGES: [StatusVar; DDL_CHANGES.len() + GRANT_CHANGES.len()] = {
+    let mut all = [StatusVar::ComCreateTable; DDL_CHANGES.len() + GRANT_CHANGES.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < DDL_CHANGES.len() {
+            DDL_CHANGES[i]
+        } else {
+            GRANT_CHANGES[i - DDL_CHANGES.len()]
+        };
+        i += 1;
+    }
+    all
+};
+
+/// The statements that create, alter, rename or drop a table or an index.
+const DDL_CHANGES: [StatusVar; 7] = [
     StatusVar::ComCreateTable,
     StatusVar::ComAlterTable,
     StatusVar::ComDropTable,
@@ -44,11 +59,6 @@ pub(crate) const SCHEMA_CHANGES: [StatusVar; 12] = [
     StatusVar::ComCreateIndex,
     StatusVar::ComDropIndex,
     StatusVar::ComDropDb,
-    StatusVar::ComGrant,
-    StatusVar::ComGrantRole,
-    StatusVar::ComRevoke,
-    StatusVar::ComRevokeAll,
-    StatusVar::ComRevokeRole,
 ];
 
 /// How the vector indexes were listed: what a refresh reads again while no schema changed.
