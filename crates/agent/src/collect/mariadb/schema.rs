@@ -541,7 +541,7 @@ fn pfs_plan(on: bool, tables: u64, cache: Option<u64>) -> (bool, String) {
         (
             false,
             format!(
-                "not read: up to {handles} open table handles (table_open_cache {cache}, {tables} InnoDB tables), above the {PFS_MAX_HANDLES} up to which powerdiag reads performance_schema's index counts: each row visits every open handle (~1.15 s of server CPU per read at 4,000 handles and 10,000 tables); sys.schema_unused_indexes gives the same counts, at the same cost, at a quiet hour"
+                "not read: up to {handles} open table handles (table_open_cache {cache}, {tables} InnoDB tables), above the {PFS_MAX_HANDLES} up to which powerdiag reads performance_schema's index counts: each row visits every open handle (~1.15 s of server CPU per read at 4,000 handles and 10,000 tables); sys.schema_unused_indexes reads the same counts at the same cost: query it at a quiet hour"
             ),
         )
     } else {
