@@ -134,13 +134,13 @@ for w in $SPANS; do
         { echo "clients-cost.sh: POWERDIAG_CLIENTS_SPANS holds $w: use none, off and spaced, each optionally :SECONDS" >&2; exit 2; }
 done
 span() { # KEY LABEL SPACING
-    local key=$1 label=$2 spacing=$3 c0 c1 samples watches base now nl=$'\n' SPAN beside
-    SPAN=$(span_seconds "$key")
-    [ "$SPAN" -gt 0 ] || return 0
+    local key=$1 label=$2 spacing=$3 c0 c1 samples watches base now nl=$'\n' secs beside
+    secs=$(span_seconds "$key")
+    [ "$secs" -gt 0 ] || return 0
     if [ -n "$BESIDE" ]; then
         # The same agent on the other instance, without clients, over the same span.
-        POWERDIAG_CLIENTS_SPANS="none:$SPAN" POWERDIAG_CLIENTS_DOCTOR=0 POWERDIAG_CLIENTS_BESIDE='' \
-            "$HERE/clients-cost.sh" "$BESIDE" "$BIN" "$SPAN" 1 "$INTERVAL" >"$work/beside" 2>&1 &
+        POWERDIAG_CLIENTS_SPANS="none:$secs" POWERDIAG_CLIENTS_DOCTOR=0 POWERDIAG_CLIENTS_BESIDE='' \
+            "$HERE/clients-cost.sh" "$BESIDE" "$BIN" "$secs" 1 "$INTERVAL" >"$work/beside" 2>&1 &
         beside_pid=$!
     fi
     # The timeout is the default 5 s, or half a shorter interval.
@@ -158,15 +158,15 @@ span() { # KEY LABEL SPACING
         sleep 1
     done
     read -r -a c0 <<<"$(counters)"
-    sleep "$SPAN"
+    sleep "$secs"
     read -r -a c1 <<<"$(counters)"
     kill "$agent_pid"
     wait "$agent_pid" 2>/dev/null || true
     agent_pid=
     samples=$((c1[1] - c0[1])) watches=$((c1[4] - c0[4]))
-    [ "$samples" -gt 0 ] || { echo "clients-cost.sh: no sample in $SPAN s ($label): lengthen SECONDS" >&2; exit 1; }
-    PER_MIN[$key]=$(awk -v u="$((c1[0] - c0[0]))" -v s="$SPAN" 'BEGIN {printf "%.2f", u / 1e3 * 60 / s}')
-    echo "clients-cost: $label: $samples samples in $SPAN s, $(awk -v u="$((c1[0] - c0[0]))" -v n="$samples" 'BEGIN {printf "%.2f", u / 1e3 / n}') ms of server CPU a sample (userstat on the agent's user), ${PER_MIN[$key]} ms a minute; $(awk -v q="$((c1[2] - c0[2]))" -v n="$samples" 'BEGIN {printf "%.2f", q / n}') statements a sample (watch reads included), $watches watch reads, $((c1[3] - c0[3])) new connections"
+    [ "$samples" -gt 0 ] || { echo "clients-cost.sh: no sample in $secs s ($label): lengthen SECONDS" >&2; exit 1; }
+    PER_MIN[$key]=$(awk -v u="$((c1[0] - c0[0]))" -v s="$secs" 'BEGIN {printf "%.2f", u / 1e3 * 60 / s}')
+    echo "clients-cost: $label: $samples samples in $secs s, $(awk -v u="$((c1[0] - c0[0]))" -v n="$samples" 'BEGIN {printf "%.2f", u / 1e3 / n}') ms of server CPU a sample (userstat on the agent's user), ${PER_MIN[$key]} ms a minute; $(awk -v q="$((c1[2] - c0[2]))" -v n="$samples" 'BEGIN {printf "%.2f", q / n}') statements a sample (watch reads included), $watches watch reads, $((c1[3] - c0[3])) new connections"
     [ -n "$beside_pid" ] || return 0
     wait "$beside_pid" || { echo "clients-cost.sh: the span beside it on $BESIDE failed: $(tail -3 "$work/beside")" >&2; exit 1; }
     beside_pid=
