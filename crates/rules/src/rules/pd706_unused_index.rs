@@ -7,7 +7,7 @@ declare_rule! {
     /// ### What it does
     /// Finds indexes no row was read through since statistics began
     /// (`performance_schema.table_io_waits_summary_by_index_usage`, `COUNT_READ` 0) — judged
-    /// only once that period is long enough: the server's uptime of at least {min_period}
+    /// only once that period is long enough: the server's uptime of at least {min_period} s
     /// (a weekly report or a monthly job must have had its chance), otherwise
     /// `insufficient_data` saying how long is left. The counts of a table restart when
     /// `ALTER TABLE` rebuilds it (`CREATE_TIME`): a table changed within the period is judged

@@ -7,7 +7,7 @@ declare_rule! {
     /// ### What it does
     /// Lists the MyISAM and Aria tables of user schemas (system schemas excluded) written to
     /// recently — rows written since statistics began (performance_schema), else a last write
-    /// (`UPDATE_TIME`, which both engines keep) within {window} — on a server whose other
+    /// (`UPDATE_TIME`, which both engines keep) within {window} s — on a server whose other
     /// tables are InnoDB; busiest and largest first. A server with no InnoDB table at all is
     /// an application built on them: not applicable.
     ///
