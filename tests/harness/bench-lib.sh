@@ -16,11 +16,14 @@ sql() { "$BENCH_HARNESS/mariadb.sh" sql "$BENCH_NAME" -N "$@"; }
 # shellcheck disable=SC2034 # PW and PORT are the caller's
 bench_instance() {
     [ -x "$BIN" ] || { echo "$BENCH_TAG: $BIN is not an executable powerdiag (cargo build --release first)" >&2; exit 2; }
-    "$BENCH_HARNESS/mariadb.sh" status "$BENCH_NAME" >/dev/null 2>&1 ||
+    bench_running "$BENCH_NAME" ||
         { echo "$BENCH_TAG: no running instance $BENCH_NAME (tests/harness/mariadb.sh start $BENCH_NAME 11.8 PORT, with the same POWERDIAG_IT_DIR)" >&2; exit 2; }
     PW=${POWERDIAG_IT_ROOT_PASSWORD:-powerdiag-it-root}
     PORT=$(env_of PORT)
 }
+
+# bench_running NAME: whether the instance NAME (same POWERDIAG_IT_DIR) is running.
+bench_running() { "$BENCH_HARNESS/mariadb.sh" status "$1" >/dev/null 2>&1; }
 
 # env_of KEY: the instance's POWERDIAG_IT_<NAME>_<KEY> (PORT, PIDFILE, ...); empty when there is none.
 env_of() { "$BENCH_HARNESS/mariadb.sh" env "$BENCH_NAME" | sed -n "s/^export POWERDIAG_IT_[A-Z0-9_]*_$1=//p" | tr -d "'\""; }

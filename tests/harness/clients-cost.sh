@@ -50,7 +50,7 @@ BESIDE=${POWERDIAG_CLIENTS_BESIDE:-}
 DOCTOR=${POWERDIAG_CLIENTS_DOCTOR:-1}
 if [ -n "$BESIDE" ]; then
     [ "$BESIDE" != "$NAME" ] || { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE names $NAME itself: name another instance" >&2; exit 2; }
-    "$HERE/mariadb.sh" status "$BESIDE" >/dev/null 2>&1 ||
+    bench_running "$BESIDE" ||
         { echo "clients-cost.sh: POWERDIAG_CLIENTS_BESIDE: no running instance $BESIDE beside $NAME (the same POWERDIAG_IT_DIR; tests/harness/mariadb.sh start $BESIDE 11.8 PORT)" >&2; exit 2; }
 fi
 [ "$(sql -e 'SELECT @@performance_schema')" = 1 ] ||
